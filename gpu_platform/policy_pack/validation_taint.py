@@ -14,14 +14,15 @@ toleration of its key with any value is refused: each tolerates the nodes that f
 
 Nor may such a pod mount anything at a path naming `nvidia-container-devices`. A toolkit that
 takes device lists from mounts, as Bottlerocket's does (EKS Auto Mode's nodes and `nodeImage:
-bottlerocket`: `accept-nvidia-visible-devices-as-volume-mounts = true`, bottlerocket-os/bottlerocket
-packages/nvidia-container-toolkit/nvidia-container-toolkit-config-k8s), hands a container the GPUs
-a mount of the host's /dev/null under /var/run/nvidia-container-devices names, `all` every GPU of
-the node: GPUs the scheduler gave other pods, on a node validated or not, counted by no quota. It
-compares the cleaned path (NVIDIA/nvidia-container-toolkit v1.20.0, internal/config/image/
-cuda_image.go `requestsFromMounts`), so the directory's name is refused anywhere in the path. The
-device plugin mounts a container's allocated GPUs itself, outside the pod's spec: only the
-platform's node validator mounts there.
+bottlerocket`: `accept-nvidia-visible-devices-as-volume-mounts = true`,
+bottlerocket-os/bottlerocket-core-kit packages/nvidia-container-toolkit/
+nvidia-container-toolkit-config-k8s), hands a container the GPUs a mount of the host's /dev/null
+under /var/run/nvidia-container-devices names, `all` every GPU of the node: GPUs the scheduler
+gave other pods, on a node validated or not, counted by no quota. It compares the cleaned path
+(NVIDIA/nvidia-container-toolkit internal/config/image/cuda_image.go: v1.17.8, the release
+Bottlerocket builds, `DevicesFromMounts`; v1.20.0 `requestsFromMounts`), so the directory's name
+is refused anywhere in the path. The device plugin mounts a container's allocated GPUs itself,
+outside the pod's spec: only the platform's node validator mounts there.
 
 Nor may it take GPUs past the device plugin otherwise: a container's `NVIDIA_VISIBLE_DEVICES`
 naming devices (anything but empty, `void` or `none`, or a `valueFrom` the pack cannot read), which

@@ -21,13 +21,14 @@ is one that
 - mounts anything at a path naming `nvidia-container-devices` in a container, init or
   ephemeral container (`DEVICE_LIST_DIR`). A toolkit that takes device lists from mounts, as
   Bottlerocket's does (EKS Auto Mode's nodes; `accept-nvidia-visible-devices-as-volume-mounts =
-  true`, bottlerocket-os/bottlerocket packages/nvidia-container-toolkit/
+  true`, bottlerocket-os/bottlerocket-core-kit packages/nvidia-container-toolkit/
   nvidia-container-toolkit-config-k8s), hands a container the GPUs a mount of the host's
   /dev/null under /var/run/nvidia-container-devices names, `all` every GPU of the node, whatever
   the scheduler gave other pods and uncounted by any quota. The toolkit cleans the path before
-  it compares it (NVIDIA/nvidia-container-toolkit v1.20.0, internal/config/image/cuda_image.go
-  `requestsFromMounts`), so `//var/run/...` or `/tmp/../var/run/...` land there too: the policy
-  matches the directory's name anywhere in the path;
+  it compares it (NVIDIA/nvidia-container-toolkit internal/config/image/cuda_image.go: v1.17.8,
+  the release Bottlerocket builds, `DevicesFromMounts`; v1.20.0 `requestsFromMounts`), so
+  `//var/run/...` or `/tmp/../var/run/...` land there too: the policy matches the directory's
+  name anywhere in the path;
 - or runs in one of the runtime classes the GPU Operator creates (`RUNTIME_CLASSES`), which
   opt it into that runtime, where an image's own `NVIDIA_VISIBLE_DEVICES` (the CUDA images set
   `all`) hands it GPUs unseen by the policy.

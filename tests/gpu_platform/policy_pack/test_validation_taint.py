@@ -207,11 +207,12 @@ def mount_refusal(container: str, field: str, path: str) -> str:
     )
 
 
-# Bottlerocket's toolkit reads device lists from mounts (bottlerocket-os/bottlerocket
+# Bottlerocket's toolkit reads device lists from mounts (bottlerocket-os/bottlerocket-core-kit
 # packages/nvidia-container-toolkit/nvidia-container-toolkit-config-k8s:
 # accept-nvidia-visible-devices-as-volume-mounts = true) of /dev/null under
 # /var/run/nvidia-container-devices, comparing the cleaned path (NVIDIA/nvidia-container-toolkit
-# v1.20.0, internal/config/image/cuda_image.go, requestsFromMounts): each of these names GPUs.
+# v1.17.8, the release Bottlerocket builds, internal/config/image/cuda_image.go,
+# DevicesFromMounts; v1.20.0 requestsFromMounts): each of these names GPUs.
 @pytest.mark.parametrize(
     "path",
     [

@@ -187,12 +187,13 @@ def visible(value: str) -> dict[str, Any]:
     return {"env": [{"name": "NVIDIA_VISIBLE_DEVICES", "value": value}]}
 
 
-# Bottlerocket's toolkit reads device lists from mounts (bottlerocket-os/bottlerocket
+# Bottlerocket's toolkit reads device lists from mounts (bottlerocket-os/bottlerocket-core-kit
 # packages/nvidia-container-toolkit/nvidia-container-toolkit-config-k8s:
 # accept-nvidia-visible-devices-as-volume-mounts = true): a mount of the host's /dev/null at
 # /var/run/nvidia-container-devices/<device> names the device, `all` every GPU
-# (NVIDIA/nvidia-container-toolkit v1.20.0, internal/config/image/cuda_image.go,
-# requestsFromMounts, which cleans the path first).
+# (NVIDIA/nvidia-container-toolkit v1.17.8, the release Bottlerocket builds,
+# internal/config/image/cuda_image.go, DevicesFromMounts, which cleans the path first; v1.20.0
+# requestsFromMounts).
 NULL_DEVICE = {"name": "null", "hostPath": {"path": "/dev/null"}}
 
 
