@@ -3,39 +3,49 @@ passed validation, however they are deployed (kubectl, Helm, a GitOps controller
 `gpu-validation-taint-platform-only` judges only what `pulumi up` deploys.
 
 The ValidatingAdmissionPolicy (admissionregistration.k8s.io/v1, GA in Kubernetes 1.30) matches
-pod creations and updates in every namespace but the platform's (`exempt_namespaces`) and those
-an administrator labels `gpu-platform.io/node-validation-exempt=true`, and of those only GPU pods
-(`matchConditions`, evaluated before anything else; a pod they do not match is admitted whatever
-it tolerates, so a cluster add-on's DaemonSet that tolerates every taint runs on every node as
-before). A GPU pod is one that
+pod creations and updates, and the adding of ephemeral containers, in every namespace but the
+platform's (`exempt_namespaces`) and those an administrator labels
+`gpu-platform.io/node-validation-exempt=true`, and of those only GPU pods (`matchConditions`,
+evaluated before anything else; a pod they do not match is admitted whatever it tolerates, so a
+cluster add-on's DaemonSet that tolerates every taint runs on every node as before). A GPU pod
+is one that
 - requests or limits an `nvidia.com/` resource in a container or init container: whole GPUs
   (`nvidia.com/gpu`), their shared replicas (`nvidia.com/gpu.shared`) and MIG slices
   (`nvidia.com/mig-<profile>`) alike;
-- sets `NVIDIA_VISIBLE_DEVICES` in a container's or init container's `env` to anything but
-  empty, `void` or `none`, or from a `valueFrom` the policy cannot read. Under the NVIDIA
-  runtime the variable alone hands the container GPUs, no request needed: `all`, indexes or
+- sets `NVIDIA_VISIBLE_DEVICES` in the `env` of a container, init or ephemeral container to
+  anything but empty, `void` or `none`, or from a `valueFrom` the policy cannot read. Under the
+  NVIDIA runtime the variable alone hands the container GPUs, no request needed: `all`, indexes or
   UUIDs select GPUs, `none` gives none, `void`, empty or unset behave as runc
   (NVIDIA/nvidia-container-toolkit v1.20.0, cmd/nvidia-container-runtime/README.md,
   "NVIDIA_VISIBLE_DEVICES"; the toolkit the GPU Operator v26.7.0 installs);
-- mounts anything at a path naming `nvidia-container-devices` in a container or init
-  container (`DEVICE_LIST_DIR`). A toolkit that takes device lists from mounts, as
+- mounts anything at a path naming `nvidia-container-devices` in a container, init or
+  ephemeral container (`DEVICE_LIST_DIR`). A toolkit that takes device lists from mounts, as
   Bottlerocket's does (EKS Auto Mode's nodes; `accept-nvidia-visible-devices-as-volume-mounts =
-  true`, bottlerocket-os/bottlerocket packages/nvidia-container-toolkit/
+  true`, bottlerocket-os/bottlerocket-core-kit packages/nvidia-container-toolkit/
   nvidia-container-toolkit-config-k8s), hands a container the GPUs a mount of the host's
   /dev/null under /var/run/nvidia-container-devices names, `all` every GPU of the node, whatever
   the scheduler gave other pods and uncounted by any quota. The toolkit cleans the path before
-  it compares it (NVIDIA/nvidia-container-toolkit v1.20.0, internal/config/image/cuda_image.go
-  `requestsFromMounts`), so `//var/run/...` or `/tmp/../var/run/...` land there too: the policy
-  matches the directory's name anywhere in the path;
+  it compares it (NVIDIA/nvidia-container-toolkit internal/config/image/cuda_image.go: v1.17.8,
+  the release Bottlerocket builds, `DevicesFromMounts`; v1.20.0 `requestsFromMounts`), so
+  `//var/run/...` or `/tmp/../var/run/...` land there too: the policy matches the directory's
+  name anywhere in the path;
 - or runs in one of the runtime classes the GPU Operator creates (`RUNTIME_CLASSES`), which
   opt it into that runtime, where an image's own `NVIDIA_VISIBLE_DEVICES` (the CUDA images set
   `all`) hands it GPUs unseen by the policy.
 Of those it denies:
-- a pod created with such a mount: the device plugin gives a container the GPUs it was allocated
-  by a mount of its own, which the pod's spec never holds, so only the platform's own pods
-  (the node validator's, in an exempt namespace) mount there. Volume mounts cannot change on an
-  update (k8s.io/kubernetes pkg/apis/core/validation/validation.go, `ValidatePodUpdate`), so an
-  update is not judged.
+- a pod created with such a mount, or an ephemeral container added with one: the device plugin
+  gives a container the GPUs it was allocated by a mount of its own, which the pod's spec never
+  holds, so only the platform's own pods (the node validator's, in an exempt namespace) mount
+  there. Volume mounts cannot change on an update (k8s.io/kubernetes
+  pkg/apis/core/validation/validation.go, `ValidatePodUpdate`), so an update is judged only by
+  the ephemeral containers it adds.
+- a pod created with `NVIDIA_VISIBLE_DEVICES` naming devices in a container's `env`, or an
+  ephemeral container added with it, judged as mounts are; and a pod created in one of
+  `RUNTIME_CLASSES`, which cannot change on an update. Neither is needed for GPUs: the device
+  plugin hands a container those it requests (through CDI where the GPU Operator's toolkit runs,
+  its chart's default `cdi.enabled: true`; through the node's default runtime on EKS's AL2023
+  and Bottlerocket AMIs and GKE's own device plugin), and only the platform's own pods, in
+  exempt namespaces, set either (the node validator, the GKE DCGM exporter).
 - a pod that tolerates the validation taint (its key with `Exists`, or `Equal` and its value,
   `pending`), the failure taint `gpu-platform.io/validation-failed` (its key, with any value: the
   value is the check that failed), or every taint (an empty key with `operator: Exists`), with an
@@ -50,7 +60,11 @@ Of those it denies:
   Node it names, so the policy cannot tell a validated node from another: it refuses every such
   GPU pod.
 What CEL cannot see it cannot judge: `NVIDIA_VISIBLE_DEVICES` from `envFrom` or from the image,
-on a node whose containerd runs the NVIDIA runtime by default.
+on a node whose containerd runs the NVIDIA runtime by default (EKS's AL2023 GPU AMIs: nodeadm
+makes it containerd's default runtime, awslabs/amazon-eks-ami nodeadm/internal/containerd/
+runtime_config.go) or whose toolkit accepts the variable from unprivileged containers (the
+default of `accept-nvidia-visible-devices-envvar-when-unprivileged`, NVIDIA/nvidia-container-toolkit
+v1.20.0 cmd/nvidia-ctk-installer/toolkit/toolkit.go). Only that toolkit setting closes it.
 
 The expressions use only standard CEL (`has`, `exists`, `filter`, `in`, `size`, `startsWith`),
 none of Kubernetes' CEL libraries, so that a CEL implementation outside Kubernetes can evaluate
@@ -152,14 +166,26 @@ def _device_list_mount(c: str) -> str:
     )
 
 
-def _container_clauses(c: str) -> list[str]:
-    """CEL, one clause per way the container `c` gets GPUs: an `nvidia.com/` limit, an
-    `nvidia.com/` request, `NVIDIA_VISIBLE_DEVICES` naming some, or a device list mount."""
-    devices = (
+def _names_devices(c: str) -> str:
+    """CEL: the container `c` sets `NVIDIA_VISIBLE_DEVICES` in its `env` to name devices, or
+    from a `valueFrom` the policy cannot read."""
+    return (
         f"(has({c}.env) && {c}.env.exists(e, e.name == '{VISIBLE_DEVICES}' &&"
         f" (has(e.valueFrom) || (has(e.value) && !(e.value in {quoted(NO_DEVICES)})))))"
     )
-    return [*resource_clauses(c), devices, _device_list_mount(c)]
+
+
+def _container_clauses(c: str) -> list[str]:
+    """CEL, one clause per way the container `c` gets GPUs: an `nvidia.com/` limit, an
+    `nvidia.com/` request, `NVIDIA_VISIBLE_DEVICES` naming some, or a device list mount."""
+    return [*resource_clauses(c), _names_devices(c), _device_list_mount(c)]
+
+
+def _ephemeral_clauses(c: str) -> list[str]:
+    """CEL, the ways the ephemeral container `c` gets GPUs: an ephemeral container may not set
+    resources (k8s.io/kubernetes pkg/apis/core/validation/validation.go,
+    `validateEphemeralContainers`), but may set `env` and `volumeMounts`."""
+    return [_names_devices(c), _device_list_mount(c)]
 
 
 def over_containers(clauses: Callable[[str], list[str]]) -> list[str]:
@@ -175,12 +201,39 @@ def over_containers(clauses: Callable[[str], list[str]]) -> list[str]:
 
 def gpu_pod_clauses() -> list[str]:
     """CEL, one clause per way a pod gets GPUs: its runtime class, then each container clause
-    over its containers and over its init containers."""
+    over its containers and over its init containers, then over its ephemeral containers."""
     runtime = (
         "(has(object.spec.runtimeClassName) &&"
         f" object.spec.runtimeClassName in {quoted(RUNTIME_CLASSES)})"
     )
-    return [runtime, *over_containers(_container_clauses)]
+    ephemeral = [
+        f"(has(object.spec.ephemeralContainers) && object.spec.ephemeralContainers.exists(c, {x}))"
+        for x in _ephemeral_clauses("c")
+    ]
+    return [runtime, *over_containers(_container_clauses), *ephemeral]
+
+
+def _count(pod: str, clause: Callable[[str], str]) -> str:
+    """CEL: how many of the containers, init containers and ephemeral containers of `pod` meet
+    `clause`. Summed, not concatenated: a Container and an EphemeralContainer are of different
+    types, and `+` joins only lists of one."""
+    counts = [f"size({pod}.spec.containers.filter(c, {clause('c')}))"]
+    counts += [
+        f"(has({pod}.spec.{field}) ? size({pod}.spec.{field}.filter(c, {clause('c')})) : 0)"
+        for field in ("initContainers", "ephemeralContainers")
+    ]
+    return " + ".join(counts)
+
+
+def _adds_none(clause: Callable[[str], str]) -> str:
+    """CEL: the request adds no container that meets `clause`. An update cannot change a
+    container's `env` or `volumeMounts` (k8s.io/kubernetes pkg/apis/core/validation/
+    validation.go, `ValidatePodUpdate`) and may only add ephemeral containers, through
+    `pods/ephemeralcontainers` (`ValidatePodEphemeralContainersUpdate`, which refuses changing
+    or removing one): so an update adds one where more containers meet it than before, and a
+    pod admitted before the policy existed can still be updated."""
+    before = f"(request.operation == 'UPDATE' ? {_count('oldObject', clause)} : 0)"
+    return f"{_count('object', clause)} <= {before}"
 
 
 MATCH_CONDITIONS = [{"name": "gpu-pod", "expression": " || ".join(gpu_pod_clauses())}]
@@ -215,14 +268,30 @@ VALIDATIONS = [
         " passed validation. Select the node with nodeSelector or affinity instead.",
     },
     {
-        "expression": "request.operation != 'CREATE' || !("
-        + " || ".join(over_containers(lambda c: [_device_list_mount(c)]))
-        + ")",
+        "expression": _adds_none(_device_list_mount),
         "message": f"this namespace's pods may not mount anything at a path naming"
         f" {DEVICE_LIST_DIR}: on a node whose NVIDIA toolkit reads device lists from mounts"
         " (Bottlerocket's, EKS Auto Mode's), such a mount hands the container the node's GPUs,"
         " whatever other pods were given and counted by no quota. Request GPUs as nvidia.com/gpu"
         " resources instead.",
+    },
+    {
+        "expression": _adds_none(_names_devices),
+        "message": f"this namespace's pods may not set {VISIBLE_DEVICES} in a container's env"
+        " to name GPUs (any value but empty, void or none, or one from valueFrom): under the"
+        " NVIDIA runtime the variable hands the container the GPUs it names, all of the node's"
+        " for 'all', whatever other pods were given and counted by no quota. Request GPUs as"
+        " nvidia.com/gpu resources instead.",
+    },
+    {
+        # A pod's runtime class cannot change on an update (ValidatePodUpdate).
+        "expression": "request.operation != 'CREATE' || !has(object.spec.runtimeClassName) ||"
+        f" !(object.spec.runtimeClassName in {quoted(RUNTIME_CLASSES)})",
+        "message": "this namespace's pods may not run in the GPU Operator's runtime classes"
+        f" ({', '.join(RUNTIME_CLASSES)}): that runtime hands a container the GPUs its image's"
+        f" {VISIBLE_DEVICES} names, the CUDA images' 'all' every GPU of the node, whatever other"
+        " pods were given and counted by no quota. Leave runtimeClassName unset and request GPUs"
+        " as nvidia.com/gpu resources: the device plugin gives the container its GPUs.",
     },
 ]
 
@@ -245,7 +314,12 @@ def pod_admission_policy(exempt: Sequence[str]) -> list[dict[str, Any]]:
             "failurePolicy": "Fail",
             "matchConstraints": {
                 "namespaceSelector": namespace_selector(exempt),
-                "resourceRules": core_rules("pods", "CREATE", "UPDATE"),
+                # An ephemeral container is added through this subresource, not by a pod's
+                # update (ValidatePodEphemeralContainersUpdate).
+                "resourceRules": [
+                    *core_rules("pods", "CREATE", "UPDATE"),
+                    *core_rules("pods/ephemeralcontainers", "UPDATE"),
+                ],
             },
             "matchConditions": MATCH_CONDITIONS,
             "variables": VARIABLES,

@@ -126,11 +126,12 @@ GPU_ENV = [
 # validator's and the all-reduce's are, and takes the devices a container names by a mount of the
 # host's /dev/null under /var/run/nvidia-container-devices instead
 # (`accept-nvidia-visible-devices-envvar-when-unprivileged = false`,
-# `accept-nvidia-visible-devices-as-volume-mounts = true`: bottlerocket-os/bottlerocket
+# `accept-nvidia-visible-devices-as-volume-mounts = true`: bottlerocket-os/bottlerocket-core-kit
 # packages/nvidia-container-toolkit/nvidia-container-toolkit-config-k8s). The toolkit reads only
 # mounts whose source is /dev/null, so no emptyDir would do, and a mount at `all` names every GPU
-# (NVIDIA/nvidia-container-toolkit v1.20.0, internal/config/image/cuda_image.go
-# `requestsFromMounts`, privileged.go `IsPrivileged`). Where the variable is honoured (the GPU
+# (NVIDIA/nvidia-container-toolkit v1.17.8, the release Bottlerocket builds,
+# internal/config/image/cuda_image.go `DevicesFromMounts`, privileged.go `IsPrivileged`; v1.20.0
+# `requestsFromMounts`). Where the variable is honoured (the GPU
 # Operator's toolkit, which takes no mounts unless configured to) the mount is an empty file.
 # A hostPath volume: the operator's namespace is Pod Security `privileged`.
 DEVICE_LIST_ROOT = "/var/run/nvidia-container-devices"

@@ -2,6 +2,7 @@
 every taint, is refused outside the platform's namespaces, in every kind the pack reads pods
 from."""
 
+import ast
 import json
 from collections.abc import Callable
 from typing import Any
@@ -9,9 +10,14 @@ from typing import Any
 import pytest
 
 from gpu_platform.kubernetes.node_validation.names import FAILED_TAINT_KEY, VALIDATION_TAINT
-from gpu_platform.kubernetes.node_validation.pod_admission_policy import DEVICE_LIST_DIR
+from gpu_platform.kubernetes.node_validation.pod_admission_policy import (
+    DEVICE_LIST_DIR,
+    NO_DEVICES,
+    RUNTIME_CLASSES,
+    VISIBLE_DEVICES,
+)
 from gpu_platform.kubernetes.node_validation.workload import NAME as VALIDATOR
-from gpu_platform.offline.analyzer import Verdict
+from gpu_platform.offline.analyzer import PACK_DIR, Verdict
 from tests.gpu_platform.policy_pack.builders import (
     KIND_TYPES,
     SPEC_PATHS,
@@ -146,8 +152,36 @@ def test_the_platforms_namespaces_may_tolerate_it(analyze: Analyze) -> None:
     assert messages(configured, POLICY) == []
 
 
-def test_the_pack_names_the_device_list_directory_the_admission_policy_does() -> None:
-    assert DEVICE_LIST_DIR == "nvidia-container-devices"
+def pack_constants(*names: str) -> tuple[Any, ...]:
+    """The values of the pack module's constants `names`, read from its source: the pack runs in
+    a process of its own, its modules importable only from its directory."""
+    source = ast.parse((PACK_DIR / "validation_taint.py").read_text())
+    found = {
+        target.id: node.value
+        for node in source.body
+        if isinstance(node, ast.Assign)
+        for target in node.targets
+        if isinstance(target, ast.Name)
+    }
+    return tuple(ast.literal_eval(found[name]) for name in names)
+
+
+def test_the_pack_names_the_gpu_routes_the_admission_policy_does() -> None:
+    # The directory: NVIDIA/nvidia-container-toolkit v1.20.0, internal/config/image/
+    # cuda_image.go, DeviceListAsVolumeMountsRoot. The variable and its values giving no GPU:
+    # cmd/nvidia-container-runtime/README.md. The runtime classes: NVIDIA/gpu-operator v26.7.0,
+    # the chart's operator.runtimeClass and assets/pre-requisites/0210_runtime_class_legacy.yaml,
+    # 0220_runtime_class_cdi.yaml.
+    expected = (
+        "nvidia-container-devices",
+        "NVIDIA_VISIBLE_DEVICES",
+        ("", "void", "none"),
+        ("nvidia", "nvidia-cdi", "nvidia-legacy"),
+    )
+    names = ("DEVICE_LIST_DIR", "VISIBLE_DEVICES", "NO_DEVICES", "RUNTIME_CLASSES")
+    admission_policy = (DEVICE_LIST_DIR, VISIBLE_DEVICES, NO_DEVICES, RUNTIME_CLASSES)
+    assert admission_policy == expected
+    assert pack_constants(*names) == expected
 
 
 def mounting(path: str, collection: str = "containers") -> dict[str, Any]:
@@ -173,11 +207,12 @@ def mount_refusal(container: str, field: str, path: str) -> str:
     )
 
 
-# Bottlerocket's toolkit reads device lists from mounts (bottlerocket-os/bottlerocket
+# Bottlerocket's toolkit reads device lists from mounts (bottlerocket-os/bottlerocket-core-kit
 # packages/nvidia-container-toolkit/nvidia-container-toolkit-config-k8s:
 # accept-nvidia-visible-devices-as-volume-mounts = true) of /dev/null under
 # /var/run/nvidia-container-devices, comparing the cleaned path (NVIDIA/nvidia-container-toolkit
-# v1.20.0, internal/config/image/cuda_image.go, requestsFromMounts): each of these names GPUs.
+# v1.17.8, the release Bottlerocket builds, internal/config/image/cuda_image.go,
+# DevicesFromMounts; v1.20.0 requestsFromMounts): each of these names GPUs.
 @pytest.mark.parametrize(
     "path",
     [
@@ -211,6 +246,102 @@ def test_other_mounts_pass_and_the_platforms_namespaces_may_mount_the_device_lis
 
     assert messages(other, POLICY) == []
     assert messages(platform, POLICY) == []
+
+
+def with_env(value: str | None = None, collection: str = "containers") -> dict[str, Any]:
+    """A tenant's GPU pod whose container of `collection` sets NVIDIA_VISIBLE_DEVICES to `value`,
+    or from a ConfigMap where None."""
+    spec = gpu_pod_spec()
+    variable: dict[str, Any] = {"name": "NVIDIA_VISIBLE_DEVICES"}
+    if value is None:
+        variable["valueFrom"] = {"configMapKeyRef": {"name": "gpus", "key": "visible"}}
+    else:
+        variable["value"] = value
+    if collection == "containers":
+        spec["containers"][0]["env"] = [variable]
+    else:
+        spec[collection] = [{"name": "setup", "image": "busybox:1.37", "env": [variable]}]
+    return spec
+
+
+def env_refusal(container: str, field: str, value: str | None) -> str:
+    source = "from valueFrom" if value is None else f"to '{value}'"
+    return (
+        f"{container} sets NVIDIA_VISIBLE_DEVICES {source} ({field}): under the NVIDIA runtime the"
+        " variable hands the container the GPUs it names, all of the node's for `all`, whatever"
+        " other pods were given, counted by no quota. Fix: remove it (or set it empty, void or"
+        " none) and request GPUs as nvidia.com/gpu resources; only the platform's namespaces"
+        " (exemptNamespaces) may set it."
+    )
+
+
+# NVIDIA/nvidia-container-toolkit v1.20.0, cmd/nvidia-container-runtime/README.md: `all`,
+# indexes and UUIDs name GPUs; a value from valueFrom is not known to the pack.
+@pytest.mark.parametrize("value", ["all", "0,1", None])
+@pytest.mark.parametrize(
+    ("collection", "container"),
+    [("containers", 'container "app"'), ("initContainers", 'init container "setup"')],
+)
+def test_a_tenants_nvidia_visible_devices_naming_gpus_is_refused(
+    analyze: Analyze, value: str | None, collection: str, container: str
+) -> None:
+    verdicts = analyze(namespace(), workload("Deployment", with_env(value, collection)))
+
+    field = f"spec.template.spec.{collection}[0].env[0]"
+    assert messages(verdicts, POLICY) == [env_refusal(container, field, value)]
+
+
+def test_nvidia_visible_devices_naming_no_gpu_passes_and_the_platforms_namespaces_may_set_it(
+    analyze: Analyze,
+) -> None:
+    # The README above: `void` and empty behave as runc, `none` gives no GPU.
+    tenant = [
+        workload("Deployment", with_env(value), name=f"app-{value or 'empty'}")
+        for value in ("", "void", "none")
+    ]
+    platform = workload("DaemonSet", with_env("all"), namespace="gpu-operator")
+
+    assert messages(analyze(namespace(), *tenant), POLICY) == []
+    assert messages(analyze(platform), POLICY) == []
+
+
+def runtime_refusal(runtime_class: str) -> str:
+    return (
+        f"spec.template.spec.runtimeClassName is {runtime_class}, a GPU Operator runtime class:"
+        " that runtime hands a container the GPUs its image's NVIDIA_VISIBLE_DEVICES names, the"
+        " CUDA images' `all` every GPU of the node, whatever other pods were given, counted by no"
+        " quota. Fix: leave runtimeClassName unset and request GPUs as nvidia.com/gpu resources,"
+        " which the device plugin hands the container; only the platform's namespaces"
+        " (exemptNamespaces) may run in it."
+    )
+
+
+# The GPU Operator's RuntimeClasses: NVIDIA/gpu-operator v26.7.0, the chart's
+# operator.runtimeClass (`nvidia`) and assets/pre-requisites/0210_runtime_class_legacy.yaml,
+# 0220_runtime_class_cdi.yaml.
+@pytest.mark.parametrize("runtime_class", ["nvidia", "nvidia-cdi", "nvidia-legacy"])
+def test_a_tenants_gpu_operator_runtime_class_is_refused(
+    analyze: Analyze, runtime_class: str
+) -> None:
+    spec = gpu_pod_spec()
+    spec["runtimeClassName"] = runtime_class
+
+    verdicts = analyze(namespace(), workload("Deployment", spec))
+
+    assert messages(verdicts, POLICY) == [runtime_refusal(runtime_class)]
+
+
+def test_other_runtime_classes_pass_and_the_platforms_namespaces_may_use_the_operators(
+    analyze: Analyze,
+) -> None:
+    tenant, platform = gpu_pod_spec(), gpu_pod_spec()
+    tenant["runtimeClassName"] = "gvisor"
+    platform["runtimeClassName"] = "nvidia"
+
+    assert messages(analyze(namespace(), workload("Deployment", tenant)), POLICY) == []
+    assert (
+        messages(analyze(workload("DaemonSet", platform, namespace="gpu-operator")), POLICY) == []
+    )
 
 
 PROD_POLICY_CONFIG = json.loads((ROOT / "policy-config" / "prod.json").read_text())

@@ -40,6 +40,22 @@ MOUNT = (
     " such a mount hands the container the node's GPUs, whatever other pods were given and"
     " counted by no quota. Request GPUs as nvidia.com/gpu resources instead."
 )
+VISIBLE = (
+    "this namespace's pods may not set NVIDIA_VISIBLE_DEVICES in a container's env to name GPUs"
+    " (any value but empty, void or none, or one from valueFrom): under the NVIDIA runtime the"
+    " variable hands the container the GPUs it names, all of the node's for 'all', whatever other"
+    " pods were given and counted by no quota. Request GPUs as nvidia.com/gpu resources instead."
+)
+# The GPU Operator's RuntimeClasses: NVIDIA/gpu-operator v26.7.0, the chart's
+# operator.runtimeClass (`nvidia`) and assets/pre-requisites/0210_runtime_class_legacy.yaml,
+# 0220_runtime_class_cdi.yaml.
+RUNTIME = (
+    "this namespace's pods may not run in the GPU Operator's runtime classes (nvidia, nvidia-cdi,"
+    " nvidia-legacy): that runtime hands a container the GPUs its image's NVIDIA_VISIBLE_DEVICES"
+    " names, the CUDA images' 'all' every GPU of the node, whatever other pods were given and"
+    " counted by no quota. Leave runtimeClassName unset and request GPUs as nvidia.com/gpu"
+    " resources: the device plugin gives the container its GPUs."
+)
 Pod = dict[str, Any]
 
 POD: Pod = {
@@ -171,12 +187,13 @@ def visible(value: str) -> dict[str, Any]:
     return {"env": [{"name": "NVIDIA_VISIBLE_DEVICES", "value": value}]}
 
 
-# Bottlerocket's toolkit reads device lists from mounts (bottlerocket-os/bottlerocket
+# Bottlerocket's toolkit reads device lists from mounts (bottlerocket-os/bottlerocket-core-kit
 # packages/nvidia-container-toolkit/nvidia-container-toolkit-config-k8s:
 # accept-nvidia-visible-devices-as-volume-mounts = true): a mount of the host's /dev/null at
 # /var/run/nvidia-container-devices/<device> names the device, `all` every GPU
-# (NVIDIA/nvidia-container-toolkit v1.20.0, internal/config/image/cuda_image.go,
-# requestsFromMounts, which cleans the path first).
+# (NVIDIA/nvidia-container-toolkit v1.17.8, the release Bottlerocket builds,
+# internal/config/image/cuda_image.go, DevicesFromMounts, which cleans the path first; v1.20.0
+# requestsFromMounts).
 NULL_DEVICE = {"name": "null", "hostPath": {"path": "/dev/null"}}
 
 
@@ -211,8 +228,27 @@ GPU_FORMS = {
     "init container mounts the device list": gpu_form(
         "initContainers", mounted(ALL_GPUS), volumes=[NULL_DEVICE]
     ),
+    # An ephemeral container may set env and volumeMounts, not resources (k8s.io/kubernetes
+    # pkg/apis/core/validation/validation.go, validateEphemeralContainers).
+    "ephemeral container NVIDIA_VISIBLE_DEVICES=all": gpu_form(
+        "ephemeralContainers", visible("all")
+    ),
+    "ephemeral container mounts the device list": gpu_form(
+        "ephemeralContainers", mounted(ALL_GPUS), volumes=[NULL_DEVICE]
+    ),
 }
-MOUNT_FORMS = ("mounts the device list", "init container mounts the device list")
+# Each form's own refusals, beside the toleration's.
+OWN_REFUSALS = {
+    "runtime class nvidia": [RUNTIME],
+    "runtime class nvidia-cdi": [RUNTIME],
+    "mounts the device list": [MOUNT],
+    "init container mounts the device list": [MOUNT],
+    "ephemeral container mounts the device list": [MOUNT],
+    "NVIDIA_VISIBLE_DEVICES=all": [VISIBLE],
+    "init container NVIDIA_VISIBLE_DEVICES=0,1": [VISIBLE],
+    "ephemeral container NVIDIA_VISIBLE_DEVICES=all": [VISIBLE],
+    "NVIDIA_VISIBLE_DEVICES from a ConfigMap": [VISIBLE],
+}
 # Also matched: a variable whose value the policy cannot read, and the CDI runtime classes.
 OTHER_GPU_FORMS = {
     "NVIDIA_VISIBLE_DEVICES from a ConfigMap": gpu_form(
@@ -241,7 +277,7 @@ def test_each_gpu_pod_form_tolerating_the_taint_is_refused(
 ) -> None:
     pod = copy.deepcopy(form[1])
     pod["spec"]["tolerations"] = [toleration]
-    assert denied(pod) == [TOLERATION, *([MOUNT] if form[0] in MOUNT_FORMS else [])]
+    assert denied(pod) == [TOLERATION, *OWN_REFUSALS.get(form[0], [])]
 
 
 def test_each_gpu_pod_form_is_matched_by_its_own_clause() -> None:
@@ -279,8 +315,7 @@ def test_a_gpu_pod_that_names_its_node_is_refused() -> None:
     for name, pod in GPU_FORMS.items():
         without_tolerations = copy.deepcopy(pod)
         del without_tolerations["spec"]["tolerations"]
-        mount = [MOUNT] if name in MOUNT_FORMS else []
-        assert denied(on_node(without_tolerations)) == [NODE_NAME, *mount]
+        assert denied(on_node(without_tolerations)) == [NODE_NAME, *OWN_REFUSALS.get(name, [])]
 
 
 # The toolkit compares the cleaned path (filepath.Clean), so each of these names a device.
@@ -304,12 +339,67 @@ def test_a_pod_naming_gpus_by_a_mount_is_refused_whatever_it_tolerates(
     assert denied(pod) == [MOUNT]
 
 
-def test_a_pod_admitted_before_with_such_a_mount_can_still_be_updated() -> None:
-    # Volume mounts cannot change on an update (ValidatePodUpdate): only creation is judged.
-    old = gpu_form("containers", mounted(ALL_GPUS), volumes=[NULL_DEVICE])
+# cmd/nvidia-container-runtime/README.md (v1.20.0): `all`, indexes or UUIDs name GPUs.
+VISIBLE_VALUES = ["all", "0,1", "GPU-8f6a8a4e-6f3b-4c1a-9d2e-3b1c0e7a9f10"]
+
+
+@pytest.mark.parametrize("value", VISIBLE_VALUES)
+@pytest.mark.parametrize("field", ["containers", "initContainers"])
+def test_a_pod_naming_gpus_by_its_env_is_refused_whatever_it_tolerates(
+    value: str, field: str
+) -> None:
+    # A tenant's pod tolerating only the GPU taint, as any GPU pod does.
+    pod = gpu_form(field, visible(value))
+    pod["spec"]["tolerations"] = copy.deepcopy(POD["spec"]["tolerations"])
+    assert denied(pod) == [VISIBLE]
+
+
+@pytest.mark.parametrize("runtime_class", ["nvidia", "nvidia-cdi", "nvidia-legacy"])
+def test_a_pod_in_the_operators_runtime_classes_is_refused_whatever_it_tolerates(
+    runtime_class: str,
+) -> None:
+    # With the CUDA image's own NVIDIA_VISIBLE_DEVICES=all, no field of the pod names a GPU.
+    pod = gpu_form("containers", runtimeClassName=runtime_class)
+    pod["spec"]["tolerations"] = copy.deepcopy(POD["spec"]["tolerations"])
+    assert denied(pod) == [RUNTIME]
+
+
+ADMITTED_BEFORE = {
+    "mount": gpu_form("containers", mounted(ALL_GPUS), volumes=[NULL_DEVICE]),
+    "env": gpu_form("containers", visible("all")),
+    "runtime class": gpu_form("containers", runtimeClassName="nvidia"),
+    "ephemeral mount": gpu_form("ephemeralContainers", mounted(ALL_GPUS), volumes=[NULL_DEVICE]),
+}
+
+
+@pytest.mark.parametrize("old", ADMITTED_BEFORE.values(), ids=ADMITTED_BEFORE.keys())
+def test_a_pod_admitted_before_with_such_a_field_can_still_be_updated(old: Pod) -> None:
+    # Volume mounts, env and the runtime class cannot change on an update (ValidatePodUpdate),
+    # and ephemeral containers can only be added: an update is judged by what it adds.
     new = copy.deepcopy(old)
     new["metadata"]["labels"] = {"team": "ml"}
     assert denied(new, old=old) == []
+
+
+def with_ephemeral(pod: Pod, container: dict[str, Any]) -> Pod:
+    changed = copy.deepcopy(pod)
+    changed["spec"].setdefault("ephemeralContainers", []).append(
+        {"name": "debugger", "image": "busybox:1.37", **container}
+    )
+    return changed
+
+
+def test_an_ephemeral_container_may_not_name_gpus() -> None:
+    # A pod that holds the host's /dev/null as a volume, mounted nowhere, is no GPU pod; an
+    # ephemeral container added through pods/ephemeralcontainers may then mount it
+    # (ValidatePodEphemeralContainersUpdate refuses only its subPath).
+    holder = gpu_form("containers", volumes=[NULL_DEVICE])
+    assert denied(holder) == []
+    assert denied(with_ephemeral(holder, mounted(ALL_GPUS)), old=holder) == [MOUNT]
+    assert denied(with_ephemeral(POD, visible("all")), old=POD) == [VISIBLE]
+    # Another debugger, next to one added before the policy existed, is admitted.
+    before = ADMITTED_BEFORE["ephemeral mount"]
+    assert denied(with_ephemeral(before, {}), old=before) == []
 
 
 def test_a_scheduled_gpu_pod_may_be_updated() -> None:
@@ -385,8 +475,12 @@ def test_the_binding_denies_pod_creations_and_updates() -> None:
         "policyName": POLICY["metadata"]["name"],
         "validationActions": ["Deny"],
     }
-    (rule,) = POLICY["spec"]["matchConstraints"]["resourceRules"]
-    assert (rule["resources"], rule["operations"]) == (["pods"], ["CREATE", "UPDATE"])
+    rules = POLICY["spec"]["matchConstraints"]["resourceRules"]
+    assert [(rule["resources"], rule["operations"]) for rule in rules] == [
+        (["pods"], ["CREATE", "UPDATE"]),
+        # kubectl debug adds an ephemeral container by this subresource's update.
+        (["pods/ephemeralcontainers"], ["UPDATE"]),
+    ]
 
 
 @pytest.mark.parametrize("minor", SUPPORTED_KUBERNETES_VERSIONS)

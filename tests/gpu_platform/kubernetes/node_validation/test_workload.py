@@ -86,11 +86,12 @@ def test_the_pod_takes_every_gpu_through_the_runtime_class_without_requesting_an
 
 # Bottlerocket's toolkit (Auto Mode's nodes, `nodeImage: bottlerocket`) gives a container without
 # CAP_SYS_ADMIN no GPU by NVIDIA_VISIBLE_DEVICES, only by a mount of the host's /dev/null under
-# /var/run/nvidia-container-devices, `all` naming every GPU (bottlerocket-os/bottlerocket
+# /var/run/nvidia-container-devices, `all` naming every GPU (bottlerocket-os/bottlerocket-core-kit
 # packages/nvidia-container-toolkit/nvidia-container-toolkit-config-k8s:
 # accept-nvidia-visible-devices-envvar-when-unprivileged = false, ...-as-volume-mounts = true;
-# NVIDIA/nvidia-container-toolkit v1.20.0 internal/config/image/cuda_image.go requestsFromMounts,
-# which skips any mount whose source is not /dev/null).
+# NVIDIA/nvidia-container-toolkit v1.17.8, the release Bottlerocket builds,
+# internal/config/image/cuda_image.go DevicesFromMounts (v1.20.0 requestsFromMounts), which
+# skips any mount whose source is not /dev/null).
 ALL_GPUS_VOLUME = {"name": "all-gpus", "hostPath": {"path": "/dev/null", "type": "CharDevice"}}
 ALL_GPUS_MOUNT = {
     "name": "all-gpus",
