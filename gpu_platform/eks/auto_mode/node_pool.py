@@ -51,6 +51,9 @@ AUTO_MODE_SHAPE = NodePoolShape(
     # reduce)"; 336h by default, create-node-pool.adoc, "Disruption"): the longest it allows,
     # so that a node is drained, within `terminationGracePeriod`, as seldom as it can be.
     "504h",
+    # AWS replaces Auto Mode's AMI "frequently, sometimes once per week", drifting every node
+    # (AWS re:Post, "EKS Auto Mode and maintenance window for drifted nodes").
+    drifts_by_itself=True,
 )
 
 
