@@ -32,6 +32,7 @@ from gpu_platform.fit import (
     karpenter_node_templates,
     pod_requests,
     unanswerable,
+    unknown_labels_named,
     with_autoscaler_label,
     with_template_pods,
 )
@@ -125,6 +126,13 @@ def _unsure(spec: PodSpec, found: Sequence[Fit], templates: Sequence[NodeTemplat
     unsure = []
     for fit in (f for f in found if f.fits):
         pool = [t for t in templates if t.pool == fit.pool and not any(fits(spec, [t])[0].reasons)]
+        unknown = [unknown_labels_named(spec, t) for t in pool]
+        if all(unknown):
+            unsure.append(
+                f"{fit.pool}: cannot say its nodes match the pod's"
+                f" {', '.join(sorted(set().union(*unknown)))}: fit's instance data does not hold"
+                " those labels, so it does not judge them"
+            )
         needs = [capacity_bound(spec, t) for t in pool]
         if all(needs):
             unsure.append(

@@ -163,7 +163,10 @@ def auto_mode_pod(cpu: str) -> dict[str, Any]:
 
 
 def test_auto_mode_pools_are_judged_from_their_nodepools(tmp_path: Path) -> None:
-    code, output = run_fit(tmp_path, auto_mode_pod("8"), stack="auto-dev")
+    pod = auto_mode_pod("8")
+    # A label of Auto Mode's table that fit's instance data does not hold.
+    pod["spec"]["nodeSelector"]["eks.amazonaws.com/instance-hypervisor"] = "nitro"
+    code, output = run_fit(tmp_path, pod, stack="auto-dev")
 
     assert code == 0, output
     assert "│ l40s        │ yes" in output
@@ -176,6 +179,11 @@ def test_auto_mode_pools_are_judged_from_their_nodepools(tmp_path: Path) -> None
     # AWS publishes no kube-reserved or max-pods for Auto Mode nodes: the pod is placed by
     # everything else, and fit says it cannot say more.
     assert "Pod smoke: l40s: cannot say it fits once EKS Auto Mode has reserved" in output
+    assert (
+        "Pod smoke: l40s: cannot say its nodes match the pod's"
+        " eks.amazonaws.com/instance-hypervisor: fit's instance data does not hold those labels,"
+        " so it does not judge them"
+    ) in " ".join(output.split())
 
 
 def test_a_pod_beyond_an_auto_mode_nodes_capacity_fits_no_pool(tmp_path: Path) -> None:
