@@ -116,6 +116,9 @@ class NodeTemplate:
     """Resources given as the node's capacity, not its allocatable: the provisioner reserves a
     share of them it does not publish (EKS Auto Mode), so a pod asking for more fits nowhere, and
     one asking for less may still not fit (`capacity_bound`)."""
+    assumed_allocatable: Mapping[str, Decimal] = field(default_factory=dict)
+    """Of `capacity_only` resources, what the node would offer pods if the provisioner reserved
+    what Karpenter does by default: an assumption, below which a pod is taken to fit."""
 
 
 @dataclass(frozen=True)
@@ -595,6 +598,18 @@ def auto_mode_node_templates(
             "ephemeral-storage": max(quantity(storage), nvme),
             "pods": Decimal(_AUTO_MODE_MOST_PODS),
         }
+        # What Karpenter v1.14.1 keeps back by default (aws/karpenter-provider-aws
+        # pkg/providers/instancetype/types.go `kubeReservedResources`, `evictionThreshold`):
+        # its CPU share (the template's own), 11 MiB a pod and 255 MiB of memory with a 100Mi
+        # eviction threshold, and 1Gi of storage with a 10% one; here for 110 pods.
+        assumed = {
+            "cpu": template.resources["cpu"],
+            "memory": capacity["memory"] - (11 * _AUTO_MODE_MOST_PODS + 255 + 100) * 2**20,
+            "ephemeral-storage": capacity["ephemeral-storage"]
+            - 2**30
+            - math.ceil(capacity["ephemeral-storage"] / 10),
+            "pods": capacity["pods"],
+        }
         templates.append(
             replace(
                 template,
@@ -606,19 +621,24 @@ def auto_mode_node_templates(
                 complete=True,
                 unknown_labels=frozenset(prefix + label for label in _AUTO_MODE_UNKNOWN_LABELS),
                 capacity_only=frozenset(capacity),
+                assumed_allocatable=assumed,
             )
         )
     return templates
 
 
 def capacity_bound(pod_spec: PodSpec, template: NodeTemplate) -> list[str]:
-    """The `capacity_only` resources the pod, with the pods placed first, needs some of on the
-    template: whether it fits them once the provisioner's unpublished reservation is taken
-    cannot be said."""
+    """The `capacity_only` resources the pod, with the pods placed first, needs more of than the
+    template's `assumed_allocatable`: it fits them by the node's capacity alone, and whether it
+    fits once the provisioner's unpublished reservation is taken cannot be said."""
     wanted = {**template_requests(template)}
     _add(wanted, pod_requests(pod_spec))
     wanted["pods"] = Decimal(len(template.pods) + 1)
-    return sorted(name for name in template.capacity_only if wanted.get(name, Decimal(0)) > 0)
+    return sorted(
+        name
+        for name in template.capacity_only
+        if wanted.get(name, Decimal(0)) > template.assumed_allocatable.get(name, Decimal(0))
+    )
 
 
 def _karpenter_instance_type_names(
