@@ -28,6 +28,7 @@ from gpu_platform.eks.karpenter.node_pool import (
     KarpenterGpuNodePoolArgs,
     NodePoolShape,
     custom_resource,
+    node_pool_delete_timeout,
     node_pool_for,
     one_of,
 )
@@ -76,7 +77,10 @@ class AutoModeGpuNodePool(pulumi.ComponentResource):
             name,
             auto_mode_node_pool_for(args),
             pulumi.ResourceOptions(
-                parent=self, depends_on=[self.node_class, *args.after], protect=args.protect
+                parent=self,
+                depends_on=[self.node_class, *args.after],
+                protect=args.protect,
+                custom_timeouts=node_pool_delete_timeout(args),
             ),
         )
         self.register_outputs({"node_pool_name": name, "node_class_name": name})

@@ -137,10 +137,23 @@ class KarpenterGpuNodePool(pulumi.ComponentResource):
             name,
             node_pool_for(args),
             pulumi.ResourceOptions(
-                parent=self, depends_on=[self.node_class, *args.after], protect=args.protect
+                parent=self,
+                depends_on=[self.node_class, *args.after],
+                protect=args.protect,
+                custom_timeouts=node_pool_delete_timeout(args),
             ),
         )
         self.register_outputs({"node_pool_name": name, "node_class_name": name})
+
+
+def node_pool_delete_timeout(args: KarpenterGpuNodePoolArgs) -> pulumi.CustomTimeouts:
+    """How long deleting the NodePool may take: its NodeClaims hold it (`BlockOwnerDeletion`,
+    kubernetes-sigs/karpenter pkg/controllers/provisioning/scheduling/nodeclaimtemplate.go at
+    v1.14.1) while their nodes drain, up to `terminationGracePeriod` each, and pulumi-kubernetes
+    waits for a deleted object to be gone (`await.Deletion`, provider/pkg/await/await.go) only
+    as long as its delete timeout, minutes by default, before `destroy` fails; the hour more is
+    the instances' termination."""
+    return pulumi.CustomTimeouts(delete=f"{args.termination_grace_period_hours + 1}h")
 
 
 @dataclass(frozen=True)
