@@ -28,8 +28,8 @@ from gpu_platform.eks.karpenter.node_pool import (
     KarpenterGpuNodePoolArgs,
     NodePoolShape,
     custom_resource,
-    node_pool_delete_timeout,
     node_pool_for,
+    node_pool_resource,
     one_of,
 )
 from gpu_platform.node_identity import POOL_LABEL
@@ -73,15 +73,8 @@ class AutoModeGpuNodePool(pulumi.ComponentResource):
         )
         # Deleted before its node class, which Auto Mode's Karpenter holds while NodeClaims use
         # it, as Karpenter does an EC2NodeClass.
-        self.node_pool = custom_resource(
-            name,
-            auto_mode_node_pool_for(args),
-            pulumi.ResourceOptions(
-                parent=self,
-                depends_on=[self.node_class, *args.after],
-                protect=args.protect,
-                custom_timeouts=node_pool_delete_timeout(args),
-            ),
+        self.node_pool = node_pool_resource(
+            name, auto_mode_node_pool_for(args), self.node_class, args, self
         )
         self.register_outputs({"node_pool_name": name, "node_class_name": name})
 

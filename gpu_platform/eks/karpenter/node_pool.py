@@ -133,27 +133,37 @@ class KarpenterGpuNodePool(pulumi.ComponentResource):
         # use until they are gone. A change of the NodePool's template alone (labels, sizes)
         # drifts its nodes too (kubernetes-sigs/karpenter pkg/controllers/nodeclaim/disruption/
         # drift.go, the NodePool hash), so it waits for what the node class waits for as well.
-        self.node_pool = custom_resource(
-            name,
-            node_pool_for(args),
-            pulumi.ResourceOptions(
-                parent=self,
-                depends_on=[self.node_class, *args.after],
-                protect=args.protect,
-                custom_timeouts=node_pool_delete_timeout(args),
-            ),
-        )
+        self.node_pool = node_pool_resource(name, node_pool_for(args), self.node_class, args, self)
         self.register_outputs({"node_pool_name": name, "node_class_name": name})
 
 
-def node_pool_delete_timeout(args: KarpenterGpuNodePoolArgs) -> pulumi.CustomTimeouts:
-    """How long deleting the NodePool may take: its NodeClaims hold it (`BlockOwnerDeletion`,
+def node_pool_resource(
+    name: str,
+    obj: dict[str, Any],
+    node_class: CustomResource,
+    args: KarpenterGpuNodePoolArgs,
+    parent: pulumi.Resource,
+) -> CustomResource:
+    """The NodePool `obj`, created after its node class and deleted before it.
+
+    Its delete timeout outlasts a drain: its NodeClaims hold it (`BlockOwnerDeletion`,
     kubernetes-sigs/karpenter pkg/controllers/provisioning/scheduling/nodeclaimtemplate.go at
     v1.14.1) while their nodes drain, up to `terminationGracePeriod` each, and pulumi-kubernetes
     waits for a deleted object to be gone (`await.Deletion`, provider/pkg/await/await.go) only
     as long as its delete timeout, minutes by default, before `destroy` fails; the hour more is
     the instances' termination."""
-    return pulumi.CustomTimeouts(delete=f"{args.termination_grace_period_hours + 1}h")
+    return custom_resource(
+        name,
+        obj,
+        pulumi.ResourceOptions(
+            parent=parent,
+            depends_on=[node_class, *args.after],
+            protect=args.protect,
+            custom_timeouts=pulumi.CustomTimeouts(
+                delete=f"{args.termination_grace_period_hours + 1}h"
+            ),
+        ),
+    )
 
 
 @dataclass(frozen=True)
