@@ -108,10 +108,17 @@ class NodeTemplate:
     """The pods the provisioner puts on the template before it tries a pod there (its cloud
     provider's kube-proxy, the DaemonSets that would run on the node): their requests are held
     against its allocatable (`gpu_platform.template_pods`)."""
+    unknown_labels: frozenset[str] = frozenset()
+    """Labels its nodes carry whose value is not known offline (Auto Mode's instance labels the
+    instance data here does not hold): the pod's node selector and affinity on them are not
+    judged, and where it names one the check cannot say it fits (`unknown_labels_named`)."""
     capacity_only: frozenset[str] = frozenset()
     """Resources given as the node's capacity, not its allocatable: the provisioner reserves a
     share of them it does not publish (EKS Auto Mode), so a pod asking for more fits nowhere, and
     one asking for less may still not fit (`capacity_bound`)."""
+    assumed_allocatable: Mapping[str, Decimal] = field(default_factory=dict)
+    """Of `capacity_only` resources, what the node would offer pods if the provisioner reserved
+    what Karpenter does by default: an assumption, below which a pod is taken to fit."""
 
 
 @dataclass(frozen=True)
@@ -540,6 +547,17 @@ _AUTO_MODE_INSTANCE_LABELS = frozenset(
         "instance-local-nvme",
     }
 )
+# The labels of that table the instance data here does not hold: a pod may select them, and
+# whether a node matches cannot be said offline.
+_AUTO_MODE_UNKNOWN_LABELS = frozenset(
+    {
+        "instance-hypervisor",
+        "instance-cpu-manufacturer",
+        "instance-encryption-in-transit-supported",
+        "instance-ebs-bandwidth",
+        "instance-network-bandwidth",
+    }
+)
 # EKS caps every Auto Mode node at 110 pods, after a max-pods calculation it does not publish
 # (create-node-class.adoc, Considerations).
 _AUTO_MODE_MOST_PODS = 110
@@ -554,10 +572,11 @@ def auto_mode_node_templates(
     """The nodes EKS Auto Mode may start for a NodePool on its `eks.amazonaws.com/v1` NodeClass:
     Karpenter's templates (`karpenter_node_templates`; Auto Mode runs Karpenter's NodePool API)
     with Auto Mode's labels, `eks.amazonaws.com/instance-*` and `eks.amazonaws.com/compute-type:
-    auto` (create-node-pool.adoc), and the node's capacity: its vCPUs, memory, the NodeClass's
-    `ephemeralStorage.size` and 110 pods, with its NVIDIA GPUs and EFA interfaces. Auto Mode
-    publishes neither its kube-reserved nor its eviction thresholds nor its max-pods formula, so
-    those four are `capacity_only`."""
+    auto` (create-node-pool.adoc), those of the table the instance data here lacks as
+    `unknown_labels`, and the node's capacity: its vCPUs, memory, the larger of the NodeClass's
+    `ephemeralStorage.size` and its NVMe drives, and 110 pods, with its NVIDIA GPUs and no EFA
+    interface. Auto Mode publishes neither its kube-reserved nor its eviction thresholds nor its
+    max-pods formula, so those four are `capacity_only`."""
     prefix = AUTO_MODE_LABEL_PREFIX
     templates = []
     for template in karpenter_node_templates(node_pool, node_class, instance_types, region, prefix):
@@ -569,33 +588,57 @@ def auto_mode_node_templates(
         }
         instance_type = instance_types[template.labels[INSTANCE_TYPE_LABEL]]
         storage = node_class["spec"].get("ephemeralStorage", {}).get("size", "80Gi")
+        # Auto Mode puts pods' data on the instance's NVMe drives, as one RAID 0 array, where it
+        # has them (automode-learn-instances.adoc: "You can use instance storage as ephemeral
+        # storage"), as Karpenter does with `instanceStorePolicy: RAID0`.
+        nvme = Decimal(instance_type.instance_store_gb or 0) * 10**9
         capacity = {
             "cpu": Decimal(instance_type.vcpus),
             "memory": Decimal(instance_type.memory_mib) * 2**20,
-            "ephemeral-storage": quantity(storage),
+            "ephemeral-storage": max(quantity(storage), nvme),
             "pods": Decimal(_AUTO_MODE_MOST_PODS),
+        }
+        # What Karpenter v1.14.1 keeps back by default (aws/karpenter-provider-aws
+        # pkg/providers/instancetype/types.go `kubeReservedResources`, `evictionThreshold`):
+        # its CPU share (the template's own), 11 MiB a pod and 255 MiB of memory with a 100Mi
+        # eviction threshold, and 1Gi of storage with a 10% one; here for 110 pods.
+        assumed = {
+            "cpu": template.resources["cpu"],
+            "memory": capacity["memory"] - (11 * _AUTO_MODE_MOST_PODS + 255 + 100) * 2**20,
+            "ephemeral-storage": capacity["ephemeral-storage"]
+            - 2**30
+            - math.ceil(capacity["ephemeral-storage"] / 10),
+            "pods": capacity["pods"],
         }
         templates.append(
             replace(
                 template,
                 labels={**labels, f"{prefix}compute-type": "auto"},
                 choices={k: v for k, v in template.choices.items() if k != _TENANCY_LABEL},
-                resources={**template.resources, **capacity},
+                # The platform gives Auto Mode pools no EFA and runs the EFA device plugin on no
+                # Auto Mode node (`aws.efa` is refused there): the interfaces are not advertised.
+                resources={**template.resources, **capacity, EFA_RESOURCE: Decimal(0)},
                 complete=True,
+                unknown_labels=frozenset(prefix + label for label in _AUTO_MODE_UNKNOWN_LABELS),
                 capacity_only=frozenset(capacity),
+                assumed_allocatable=assumed,
             )
         )
     return templates
 
 
 def capacity_bound(pod_spec: PodSpec, template: NodeTemplate) -> list[str]:
-    """The `capacity_only` resources the pod, with the pods placed first, needs some of on the
-    template: whether it fits them once the provisioner's unpublished reservation is taken
-    cannot be said."""
+    """The `capacity_only` resources the pod, with the pods placed first, needs more of than the
+    template's `assumed_allocatable`: it fits them by the node's capacity alone, and whether it
+    fits once the provisioner's unpublished reservation is taken cannot be said."""
     wanted = {**template_requests(template)}
     _add(wanted, pod_requests(pod_spec))
     wanted["pods"] = Decimal(len(template.pods) + 1)
-    return sorted(name for name in template.capacity_only if wanted.get(name, Decimal(0)) > 0)
+    return sorted(
+        name
+        for name in template.capacity_only
+        if wanted.get(name, Decimal(0)) > template.assumed_allocatable.get(name, Decimal(0))
+    )
 
 
 def _karpenter_instance_type_names(
@@ -869,6 +912,7 @@ def _why_not(pod: PodSpec, template: NodeTemplate) -> Iterable[str]:
     """Each scheduler rule the pod fails on the template, named by the kube-scheduler plugin
     that applies it (or the device plugin, which refuses a pod at admission on the node)."""
     template = replace(template, labels={**template.labels, **_named_by_pod(pod, template)})
+    pod = _without_labels(pod, template.unknown_labels)
     yield from (f"NodeAffinity: {problem}" for problem in _label_problems(pod, template))
     for key in sorted(_needed_labels(pod) & template.template_only):
         yield (
@@ -942,6 +986,36 @@ def _named_by_pod(pod: PodSpec, template: NodeTemplate) -> dict[str, str]:
         key: next((v for v in named.get(key, []) if re.fullmatch(form, v)), _MADE_UP)
         for key, form in template.patterns.items()
     }
+
+
+def unknown_labels_named(pod: PodSpec, template: NodeTemplate) -> list[str]:
+    """The labels of `unknown_labels` the pod's node selector or required node affinity names."""
+    named = set(pod.get("nodeSelector") or {}) | {
+        e["key"] for term in _required_terms(pod) for e in term.get("matchExpressions") or []
+    }
+    return sorted(named & template.unknown_labels)
+
+
+def _without_labels(pod: PodSpec, keys: frozenset[str]) -> PodSpec:
+    """The pod with no node selector or required node affinity on `keys`: a term that named
+    only them matches any node, and so does the whole affinity."""
+    if not keys:
+        return pod
+    selector = {k: v for k, v in (pod.get("nodeSelector") or {}).items() if k not in keys}
+    terms = [
+        [e for e in term.get("matchExpressions") or [] if e["key"] not in keys]
+        for term in _required_terms(pod)
+    ]
+    affinity = dict(pod.get("affinity") or {})
+    if terms and all(terms):
+        node_affinity = dict(affinity.get("nodeAffinity") or {})
+        node_affinity["requiredDuringSchedulingIgnoredDuringExecution"] = {
+            "nodeSelectorTerms": [{"matchExpressions": t} for t in terms]
+        }
+        affinity["nodeAffinity"] = node_affinity
+    elif terms:
+        affinity.pop("nodeAffinity", None)
+    return {**pod, "nodeSelector": selector, "affinity": affinity}
 
 
 def _needed_labels(pod: PodSpec) -> set[str]:

@@ -394,6 +394,9 @@ def eks_stack(draw: st.DrawFn) -> Config:
             cluster.pop("nodeImage", None)
         for pool in pools:
             _on_auto_mode(pool)
+            window = draw(st.sampled_from([None, ("0 2 * * 6", "4h"), ("30 23 * * *", "1h30m")]))
+            if window is not None:
+                pool["aws"]["driftWindow"] = {"schedule": window[0], "duration": window[1]}
     config["gpu-platform:pools"] = pools
     if not karpenter and draw(st.booleans()):
         config["gpu-platform:autoscaler"] = {

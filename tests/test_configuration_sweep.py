@@ -228,6 +228,24 @@ def cluster_switch_problems(plan: Plan, config: Config) -> list[str]:
     ]
 
 
+def drift_window_problems(plan: Plan, config: Config) -> list[str]:
+    """An Auto Mode NodePool holds drift with one `nodes: "0"` budget: scheduled outside the
+    pool's `aws.driftWindow`, always without one."""
+    windows = {p["name"]: p.get("aws", {}).get("driftWindow") for p in config["gpu-platform:pools"]}
+    problems = []
+    for pool in plan.of_type("kubernetes:karpenter.sh/v1:NodePool"):
+        spec = pool.inputs.get("spec")
+        if not isinstance(spec, dict) or (
+            spec["template"]["spec"]["nodeClassRef"]["group"] != "eks.amazonaws.com"
+        ):
+            continue
+        closed = [b for b in spec["disruption"]["budgets"] if b["nodes"] == "0"]
+        scheduled = [("schedule" in b) for b in closed]
+        if scheduled != [windows[pool.name] is not None]:
+            problems.append(f"NodePool {pool.name}: drift held by {closed}")
+    return problems
+
+
 def model_problems(plan: Plan, config: Config) -> list[str]:
     return official_model_problems(plan, kubernetes_minor(config))
 
@@ -260,6 +278,9 @@ def invariants(pack: PolicyPack) -> dict[str, Invariant]:
         "each EFA node its own EFA count, each EFA placement in one zone": efa_problems,
         "a cluster-wide setting patched only on a cluster the stack creates": (
             cluster_switch_problems
+        ),
+        "an Auto Mode pool's drift held outside its drift window, or always": (
+            drift_window_problems
         ),
         "each DRA pool's nodes run the DRA driver's kubelet plugin, tolerating their taints": (
             dra_problems

@@ -37,7 +37,7 @@ def run(stack: str, pod_file: Path) -> None:
         for result in pod.fits:
             table.add_row(
                 escape(result.pool),
-                "[green]yes[/green]" if result.fits else "[red]no[/red]",
+                _verdict(result.fits, result.pool in pod.by_capacity),
                 escape("\n".join(result.reasons)),
             )
         console.print(table)
@@ -45,6 +45,12 @@ def run(stack: str, pod_file: Path) -> None:
             console.print(escape(f"{pod.title}: {why}"))
     if report.homeless:
         raise typer.Exit(EXIT_NO_FIT)
+
+
+def _verdict(fits: bool, by_capacity: bool) -> str:
+    if not fits:
+        return "[red]no[/red]"
+    return "[yellow]by capacity only[/yellow]" if by_capacity else "[green]yes[/green]"
 
 
 def counted(templates: Sequence[NodeTemplate]) -> Table:

@@ -49,6 +49,7 @@ from gpu_platform.config.cluster_create import (
     GkeNewNetwork,
     GkeSystemNodePool,
 )
+from gpu_platform.config.drift_window import DriftWindow
 from gpu_platform.config.fields import Cloud, Platform, Provisioner
 from gpu_platform.config.gke_rules import NVIDIA_DRIVER_MIN_CHART_VERSION, NVIDIA_DRIVER_OVERRIDES
 from gpu_platform.config.loading import (
@@ -97,6 +98,7 @@ __all__ = [
     "ClusterSpec",
     "ConfigError",
     "ConfigProblem",
+    "DriftWindow",
     "EksClusterCreate",
     "EksNewVpc",
     "EksPoolOptions",

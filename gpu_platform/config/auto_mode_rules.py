@@ -12,6 +12,7 @@ from collections.abc import Iterator, Mapping
 
 from gpu_platform.config.capacity import ClusterAutoscalerSpec
 from gpu_platform.config.cloud_options import ClusterSpec
+from gpu_platform.config.drift_window import DAY_MINUTES
 from gpu_platform.config.fields import AUTO_MODE_NODE_IMAGE
 from gpu_platform.config.pools import ExclusiveSharing, GpuPoolSpec
 from gpu_platform.config.problems import ConfigProblem, key_path, set_field_problems
@@ -111,6 +112,16 @@ def _pool_problems(i: int, pool: GpuPoolSpec) -> Iterator[ConfigProblem]:
             pool.name,
             f"a name other than {', '.join((*AUTO_MODE_NODE_POOLS, AUTO_MODE_NODE_CLASS))}"
             f" {_WHY}: Auto Mode's built-in NodePools and NodeClass take them",
+        )
+    window = pool.aws.drift_window
+    if window is not None and not 0 < window.duration_minutes < window.period_minutes:
+        yield ConfigProblem(
+            key_path("pools", i, "aws", "driftWindow", "duration"),
+            window.duration,
+            "more than none and less than the "
+            + ("day" if window.period_minutes == DAY_MINUTES else "week")
+            + f" the window recurs in ({window.schedule}): the window's close is where drift is"
+            " blocked again",
         )
     if pool.min != 0:
         yield ConfigProblem(

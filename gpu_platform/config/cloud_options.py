@@ -6,6 +6,7 @@ from typing import Literal
 from pydantic import AwareDatetime, Field
 
 from gpu_platform.config.cluster_create import ClusterCreate
+from gpu_platform.config.drift_window import DriftWindow
 from gpu_platform.config.fields import (
     AmiRelease,
     CapacityReservationId,
@@ -126,6 +127,14 @@ class EksPoolOptions(Model):
     removes it, or `never`. Unset, `never` for a `capacity-block` pool and a `reserved` pool
     without `onDemandFallback` (their capacity is paid for whether a node runs on it or not),
     else `karpenter.consolidateAfterMinutes`."""
+    drift_window: DriftWindow | None = None
+    """EKS Auto Mode: when the pool's nodes may be replaced for drift, which Auto Mode's own AMI
+    releases (about weekly) cause: `{schedule: "0 2 * * 6", duration: "4h"}` starts them only
+    in that window, each Saturday from 02:00 UTC, `maxUnavailablePercent` at a time. Unset, no
+    drifted node is ever replaced: new AMIs reach the pool as its nodes expire (21 days at
+    most) or go empty, and `gpu-platform plan` warns. A node being replaced has its pods,
+    `karpenter.sh/do-not-disrupt` ones included, deleted `karpenter.terminationGracePeriodHours`
+    later, window or not (docs/eks-auto-mode.md, Node updates)."""
     node_repair: bool = True
     """Have EKS replace or reboot the pool's nodes that turn unhealthy (kubelet `NotReady`, and
     through the node monitoring agent, `AcceleratedHardwareReady=False`: GPU XIDs, double-bit

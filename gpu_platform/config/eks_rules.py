@@ -316,6 +316,15 @@ def karpenter_problems(config: StackConfig) -> Iterator[ConfigProblem]:
             ("karpenter",),
             "no value unless provisioner is karpenter",
         )
+    if not config.uses_auto_mode:
+        for i, pool in enumerate(config.pools):
+            if pool.aws.drift_window is not None:
+                yield ConfigProblem(
+                    key_path("pools", i, "aws", "driftWindow"),
+                    pool.aws.drift_window.model_dump(),
+                    "no value unless provisioner is eks-auto-mode: elsewhere a pool's nodes"
+                    " drift only when its settings (aws.amiReleaseVersion) change",
+                )
     if not config.uses_karpenter:
         # Auto Mode's NodePools act on them as Karpenter's do.
         for i, pool in enumerate([] if config.uses_auto_mode else config.pools):

@@ -93,6 +93,13 @@ _CLOUD_KMS_KEY_NAME = (
 )
 _GROUP_EMAIL = r"^[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}$"
 _TIME_OF_DAY = r"^([01][0-9]|2[0-3]):[0-5][0-9]$"
+# `minute hour * * day-of-week`, one number each (day 0 is Sunday) or `*` for every day: a
+# window that recurs each day or each week, whose rest of the period the platform can write as
+# one cron schedule and duration of its own (`DriftWindow.closed`).
+DAILY_OR_WEEKLY_CRON = r"^([0-5]?[0-9]) ([01]?[0-9]|2[0-3]) \* \* ([0-6]|\*)$"
+# Hours and minutes, as a Karpenter budget's `duration` takes them (its CRD pattern,
+# kubernetes-sigs/karpenter pkg/apis/v1/nodepool.go `Budget.Duration` at v1.14.1).
+HOURS_MINUTES = r"^([0-9]+h|[0-9]+m|[0-9]+h[0-9]+m)$"
 # EC2 instance families (`g6`, `p5en`) and categories (`g`, `gr`, `p`), as Karpenter reads them
 # from an instance type's name (`instanceTypeScheme`, aws/karpenter-provider-aws
 # pkg/providers/instancetype/types.go at v1.14.1).
@@ -129,6 +136,8 @@ GceMachineType = Annotated[str, StringConstraints(pattern=_GCE_MACHINE_TYPE)]
 KmsKeyArn = Annotated[str, StringConstraints(pattern=_KMS_KEY_ARN)]
 CloudKmsKeyName = Annotated[str, StringConstraints(pattern=_CLOUD_KMS_KEY_NAME)]
 TimeOfDay = Annotated[str, StringConstraints(pattern=_TIME_OF_DAY)]
+DailyOrWeeklyCron = Annotated[str, StringConstraints(pattern=DAILY_OR_WEEKLY_CRON)]
+HoursMinutes = Annotated[str, StringConstraints(pattern=HOURS_MINUTES)]
 IAM_PRINCIPAL_ARN = re.compile(_IAM_PRINCIPAL_ARN)
 GROUP_EMAIL = re.compile(_GROUP_EMAIL)
 InstanceFamily = Annotated[str, StringConstraints(pattern=_INSTANCE_FAMILY)]
@@ -181,6 +190,9 @@ PATTERN_MEANINGS = {
     _CLOUD_KMS_KEY_NAME: "a Cloud KMS key's resource name such as"
     " projects/my-project/locations/us-central1/keyRings/gke/cryptoKeys/secrets",
     _TIME_OF_DAY: "a time of day in UTC, HH:MM, such as 03:00",
+    DAILY_OR_WEEKLY_CRON: "a cron schedule 'minute hour * * day-of-week', the day 0-6 (0 is"
+    " Sunday) or * for every day, such as 0 2 * * 6",
+    HOURS_MINUTES: "hours and minutes such as 4h, 90m or 1h30m",
     _INSTANCE_FAMILY: "an EC2 instance family such as g6 or p5en (no size)",
     _INSTANCE_CATEGORY: "an EC2 instance category such as g or p (letters only)",
 }

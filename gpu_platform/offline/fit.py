@@ -32,6 +32,7 @@ from gpu_platform.fit import (
     karpenter_node_templates,
     pod_requests,
     unanswerable,
+    unknown_labels_named,
     with_autoscaler_label,
     with_template_pods,
 )
@@ -69,7 +70,10 @@ class PodFit:
     """Why the check cannot say where the pod fits (`gpu_platform.fit.unanswerable`)."""
     unsure: tuple[str, ...] = ()
     """For each pool it fits only by the node's capacity, why the check cannot say it fits once
-    the provisioner's unpublished reservation is taken (`gpu_platform.fit.capacity_bound`)."""
+    the provisioner's unpublished reservation is taken (`gpu_platform.fit.capacity_bound`), and
+    where it names labels the check does not know."""
+    by_capacity: tuple[str, ...] = ()
+    """The pools it fits by the node's capacity alone, not under the reservation assumed."""
 
     @property
     def lands(self) -> bool:
@@ -110,7 +114,13 @@ def _pod_fit(title: str, spec: PodSpec, templates: Sequence[NodeTemplate]) -> Po
     reason = unanswerable(spec)
     if reason is None:
         found = tuple(fits(spec, templates))
-        return PodFit(title, found, unsure=tuple(_unsure(spec, found, templates)))
+        by_capacity = _by_capacity(spec, found, templates)
+        return PodFit(
+            title,
+            found,
+            unsure=tuple(_unsure(spec, found, templates, by_capacity)),
+            by_capacity=tuple(by_capacity),
+        )
     if any(DRA_TAINT in template.taints for template in templates):
         return PodFit(title, (), reason)
     # No pool of the stack hands out GPUs through DRA: the pod's claims fit none of them.
@@ -119,19 +129,48 @@ def _pod_fit(title: str, spec: PodSpec, templates: Sequence[NodeTemplate]) -> Po
     return PodFit(title, tuple(Fit(pool, (why,)) for pool in pools))
 
 
-def _unsure(spec: PodSpec, found: Sequence[Fit], templates: Sequence[NodeTemplate]) -> list[str]:
-    """Why the check cannot say the pod fits a pool it fits by capacity alone: one where every
-    template it fits holds some of what the pod needs only as capacity."""
+def _fitting(spec: PodSpec, fit: Fit, templates: Sequence[NodeTemplate]) -> list[NodeTemplate]:
+    return [t for t in templates if t.pool == fit.pool and not any(fits(spec, [t])[0].reasons)]
+
+
+def _by_capacity(
+    spec: PodSpec, found: Sequence[Fit], templates: Sequence[NodeTemplate]
+) -> dict[str, list[str]]:
+    """The pools the pod fits by capacity alone, each with the resources it needs more of than
+    every template it fits would offer under the reservation assumed."""
+    bound = {}
+    for fit in (f for f in found if f.fits):
+        needs = [capacity_bound(spec, t) for t in _fitting(spec, fit, templates)]
+        if all(needs):
+            bound[fit.pool] = sorted(set().union(*needs))
+    return bound
+
+
+def _unsure(
+    spec: PodSpec,
+    found: Sequence[Fit],
+    templates: Sequence[NodeTemplate],
+    by_capacity: Mapping[str, list[str]],
+) -> list[str]:
+    """Why the check cannot say the pod fits a pool: it names labels the check does not know, or
+    it fits by capacity alone (`_by_capacity`)."""
     unsure = []
     for fit in (f for f in found if f.fits):
-        pool = [t for t in templates if t.pool == fit.pool and not any(fits(spec, [t])[0].reasons)]
-        needs = [capacity_bound(spec, t) for t in pool]
-        if all(needs):
+        pool = _fitting(spec, fit, templates)
+        unknown = [unknown_labels_named(spec, t) for t in pool]
+        if all(unknown):
+            unsure.append(
+                f"{fit.pool}: cannot say its nodes match the pod's"
+                f" {', '.join(sorted(set().union(*unknown)))}: fit's instance data does not hold"
+                " those labels, so it does not judge them"
+            )
+        if fit.pool in by_capacity:
             unsure.append(
                 f"{fit.pool}: cannot say it fits once EKS Auto Mode has reserved its share of"
-                f" the node's {', '.join(sorted(set().union(*needs)))}: Auto Mode publishes no"
-                " kube-reserved, eviction threshold or max-pods, so fit holds the pod against"
-                " the node's capacity"
+                f" the node's {', '.join(by_capacity[fit.pool])}: it fits the node's capacity,"
+                " not what the node would offer under Karpenter v1.14.1's default kube-reserved"
+                " and eviction thresholds (assumed: Auto Mode publishes no kube-reserved,"
+                " eviction threshold or max-pods)"
             )
     return unsure
 

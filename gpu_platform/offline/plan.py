@@ -20,6 +20,7 @@ from gpu_platform.kubernetes.chart_images.prometheus_stack import unlocked_pin
 from gpu_platform.lock.lockfile import LockError, MissingLockEntry, project_lock
 from gpu_platform.offline.analyzer import PACK_DIR, PolicyPack, Verdict
 from gpu_platform.offline.digest_waiver import digest_waiver_gaps
+from gpu_platform.offline.drift_windows import closed_drift_windows
 from gpu_platform.offline.driver_images import undeclared_driver_images
 from gpu_platform.offline.exempt_namespaces import exemption_mismatches
 from gpu_platform.offline.namespace_levels import config_for_plan
@@ -102,6 +103,7 @@ def plan_stack(
         *exemption_mismatches(plan, config),
         *_idle_billing_warnings(plan),
         *plan.logged_warnings,
+        *closed_drift_windows(plan),
     )
     return OfflinePlan(plan, tuple(verdicts), pack_dir, warnings)
 

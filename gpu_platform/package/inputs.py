@@ -427,6 +427,18 @@ unless set: nothing terminates a node group's or GKE node pool's instance for a 
 Node (docs/node-validation.md)."""
 
 
+class DriftWindowArgs(TypedDict, total=False):
+    """A recurring window, in UTC, in which Auto Mode may start replacing the pool's drifted
+    nodes; outside it none is started (a drain begun inside it runs to its end)."""
+
+    schedule: Required[str]
+    """When the window opens, in cron's `minute hour * * day-of-week` (UTC, day 0 is Sunday):
+`0 2 * * 6` each Saturday at 02:00, `0 2 * * *` each day at 02:00."""
+    duration: Required[str]
+    """How long the window stays open, in hours and minutes (`4h`, `90m`, `1h30m`): more than
+none and less than the day or week it recurs in."""
+
+
 class EksPoolOptionsArgs(TypedDict, total=False):
     """Settings that only an EKS managed node group has."""
 
@@ -479,6 +491,14 @@ idle ones running."""
 removes it, or `never`. Unset, `never` for a `capacity-block` pool and a `reserved` pool
 without `onDemandFallback` (their capacity is paid for whether a node runs on it or not),
 else `karpenter.consolidateAfterMinutes`."""
+    drift_window: DriftWindowArgs
+    """EKS Auto Mode: when the pool's nodes may be replaced for drift, which Auto Mode's own AMI
+releases (about weekly) cause: `{schedule: "0 2 * * 6", duration: "4h"}` starts them only
+in that window, each Saturday from 02:00 UTC, `maxUnavailablePercent` at a time. Unset, no
+drifted node is ever replaced: new AMIs reach the pool as its nodes expire (21 days at
+most) or go empty, and `gpu-platform plan` warns. A node being replaced has its pods,
+`karpenter.sh/do-not-disrupt` ones included, deleted `karpenter.terminationGracePeriodHours`
+later, window or not (docs/eks-auto-mode.md, Node updates)."""
     node_repair: bool
     """Have EKS replace or reboot the pool's nodes that turn unhealthy (kubelet `NotReady`, and
 through the node monitoring agent, `AcceleratedHardwareReady=False`: GPU XIDs, double-bit

@@ -61,10 +61,10 @@ from typing import Any
 
 from checks import Findings, each
 from gpu_sharing import POOL_LABEL, POOL_LABELS_PATH, check_pods_on_pools
-from gpu_workloads import RESOURCE_CONTAINERS, gpu_limits, quantity
+from gpu_workloads import RESOURCE_CONTAINERS, gpu_limits, image_repository, quantity
 from platform_scope import platform_object
 from pods import Container, Pod, pods_of
-from props import elements, mapping, text
+from props import elements, mapping, text, value_at
 from pulumi_policy import (
     EnforcementLevel,
     PolicyResource,
@@ -366,8 +366,9 @@ def _first(urns: Sequence[str]) -> str:
 
 def _needs_no_cuda(resource: PolicyResource) -> bool:
     """The platform's own workload that needs no CUDA release (`PlatformObject.needs_no_cuda`),
-    known by kind and name as the platform's objects are, while each of its GPU containers keeps
-    the toolkit's CUDA check off: a look-alike that turns it on is judged as any other."""
+    known by kind and name as the platform's objects are, while each of its GPU containers runs
+    only `nvidia-smi`, from one of its images, with the toolkit's CUDA check off: a look-alike
+    that runs anything else, or turns the check on, is judged as any other."""
     try:
         found = platform_object(resource)
     except UnknownValueError:
@@ -375,13 +376,30 @@ def _needs_no_cuda(resource: PolicyResource) -> bool:
     if found is None or not found.needs_no_cuda:
         return False
     return all(
-        any(
-            text(entry, "name") == "NVIDIA_DISABLE_REQUIRE" and text(entry, "value") == "true"
-            for entry in elements(container.props, "env")
-        )
+        _runs_only_nvidia_smi(container, found.repositories)
         for pod in pods_of(resource.resource_type, resource.props)
         for container in pod.containers(RESOURCE_CONTAINERS)
         if any(quantity(limit) for limit in gpu_limits(container).values())
+    )
+
+
+# What the smoke test runs where its pool's driver is unknown, as on every pool of a stack no
+# CUDA release is known for (gpu_platform/kubernetes/tenant_namespace.py, `smoke_test_job_spec`):
+# `nvidia-smi` comes from the node's driver, whatever the image holds.
+_NVIDIA_SMI = ["nvidia-smi"]
+
+
+def _runs_only_nvidia_smi(container: Container, repositories: Sequence[str]) -> bool:
+    image = value_at(container.props, "image")
+    return (
+        isinstance(image, str)
+        and image_repository(image) in repositories
+        and elements(container.props, "command") == _NVIDIA_SMI
+        and not elements(container.props, "args")
+        and any(
+            text(entry, "name") == "NVIDIA_DISABLE_REQUIRE" and text(entry, "value") == "true"
+            for entry in elements(container.props, "env")
+        )
     )
 
 

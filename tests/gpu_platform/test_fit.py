@@ -20,6 +20,7 @@ from gpu_platform.fit import (
     pod_requests,
     quantity,
     template_requests,
+    unknown_labels_named,
     with_template_pods,
 )
 from gpu_platform.kubernetes.gpu_pod import gpu_pod_spec
@@ -1046,3 +1047,84 @@ def test_admission_tolerates_each_extended_resource_a_container_asks_for() -> No
 )
 def test_quantities_are_written_in_kubernetes_units(name: str, amount: str, written: str) -> None:
     assert format_quantity(name, Decimal(amount)) == written
+
+
+# --- EKS Auto Mode: Karpenter's NodePool on Auto Mode's own nodes -------------------------------
+
+
+@pytest.fixture(scope="module")
+def auto_mode_templates() -> dict[str, NodeTemplate]:
+    """auto-dev's templates by instance type: l4-reserved's g6.xlarge and g6.12xlarge, and
+    l40s's g6e sizes, on NodeClasses of the pools' default 200 GiB disk."""
+    templates = node_templates(shared_plan("auto-dev"))
+    return {t.labels["node.kubernetes.io/instance-type"]: t for t in templates}
+
+
+@pytest.mark.parametrize(
+    ("size", "storage"),
+    # EC2's instance data: g6.xlarge has one 250 GB NVMe drive, g6e.48xlarge four of 1900 GB.
+    [("g6.xlarge", Decimal(250 * 10**9)), ("g6e.48xlarge", Decimal(7600 * 10**9))],
+)
+def test_auto_mode_nodes_keep_pods_data_on_their_nvme_drives(
+    auto_mode_templates: dict[str, NodeTemplate], size: str, storage: Decimal
+) -> None:
+    # Auto Mode makes an instance's NVMe drives one RAID 0 array for ephemeral storage
+    # (awsdocs/amazon-eks-user-guide latest/ug/automode/automode-learn-instances.adoc), larger
+    # here than the 200 GiB (214.7 GB) volume.
+    template = auto_mode_templates[size]
+    assert template.resources["ephemeral-storage"] == storage
+    assert fits({**gpu_tolerating_pod(**{"ephemeral-storage": "240G"})}, [template])[0].fits
+
+
+def test_auto_mode_nodes_advertise_no_efa(auto_mode_templates: dict[str, NodeTemplate]) -> None:
+    # g6e.48xlarge has EFA interfaces (EC2), but the platform refuses aws.efa on Auto Mode and
+    # runs the EFA device plugin on no Auto Mode node.
+    pod = gpu_tolerating_pod(**{"vpc.amazonaws.com/efa": "1"})
+    (fit,) = fits(pod, [auto_mode_templates["g6e.48xlarge"]])
+    assert "NodeResourcesFit: asks for 1 vpc.amazonaws.com/efa; a node has 0" in fit.reasons[0]
+
+
+@pytest.mark.parametrize(
+    "label",
+    [
+        "eks.amazonaws.com/instance-hypervisor",
+        "eks.amazonaws.com/instance-cpu-manufacturer",
+        "eks.amazonaws.com/instance-encryption-in-transit-supported",
+        "eks.amazonaws.com/instance-ebs-bandwidth",
+        "eks.amazonaws.com/instance-network-bandwidth",
+    ],
+)
+def test_auto_mode_labels_the_instance_data_lacks_are_not_judged(
+    auto_mode_templates: dict[str, NodeTemplate], label: str
+) -> None:
+    # Labels of create-node-pool.adoc's "EKS Auto Mode Supported Labels" table.
+    template = auto_mode_templates["g6e.xlarge"]
+    by_selector = {**gpu_tolerating_pod(), "nodeSelector": {label: "amd"}}
+    by_affinity = {
+        **gpu_tolerating_pod(),
+        "affinity": {
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [
+                        {"matchExpressions": [{"key": label, "operator": "Gt", "values": ["1"]}]}
+                    ]
+                }
+            }
+        },
+    }
+    for pod in (by_selector, by_affinity):
+        assert fits(pod, [template])[0].fits
+        assert unknown_labels_named(pod, template) == [label]
+    assert unknown_labels_named(gpu_tolerating_pod(), template) == []
+
+
+def test_auto_mode_pools_are_chosen_by_auto_modes_gpu_label_not_karpenters(
+    auto_mode_templates: dict[str, NodeTemplate],
+) -> None:
+    template = auto_mode_templates["g6e.xlarge"]
+    for key, fits_ in [
+        ("eks.amazonaws.com/instance-gpu-name", True),
+        ("karpenter.k8s.aws/instance-gpu-name", False),
+    ]:
+        pod = {**gpu_tolerating_pod(), "nodeSelector": {key: "l40s"}}
+        assert fits(pod, [template])[0].fits is fits_, key

@@ -29,6 +29,7 @@ from gpu_platform.eks.karpenter.node_pool import (
     NodePoolShape,
     custom_resource,
     node_pool_for,
+    node_pool_resource,
     one_of,
 )
 from gpu_platform.node_identity import POOL_LABEL
@@ -51,6 +52,9 @@ AUTO_MODE_SHAPE = NodePoolShape(
     # reduce)"; 336h by default, create-node-pool.adoc, "Disruption"): the longest it allows,
     # so that a node is drained, within `terminationGracePeriod`, as seldom as it can be.
     "504h",
+    # AWS replaces Auto Mode's AMI "frequently, sometimes once per week", drifting every node
+    # (AWS re:Post, "EKS Auto Mode and maintenance window for drifted nodes").
+    drifts_by_itself=True,
 )
 
 
@@ -69,12 +73,8 @@ class AutoModeGpuNodePool(pulumi.ComponentResource):
         )
         # Deleted before its node class, which Auto Mode's Karpenter holds while NodeClaims use
         # it, as Karpenter does an EC2NodeClass.
-        self.node_pool = custom_resource(
-            name,
-            auto_mode_node_pool_for(args),
-            pulumi.ResourceOptions(
-                parent=self, depends_on=[self.node_class, *args.after], protect=args.protect
-            ),
+        self.node_pool = node_pool_resource(
+            name, auto_mode_node_pool_for(args), self.node_class, args, self
         )
         self.register_outputs({"node_pool_name": name, "node_class_name": name})
 

@@ -133,14 +133,37 @@ class KarpenterGpuNodePool(pulumi.ComponentResource):
         # use until they are gone. A change of the NodePool's template alone (labels, sizes)
         # drifts its nodes too (kubernetes-sigs/karpenter pkg/controllers/nodeclaim/disruption/
         # drift.go, the NodePool hash), so it waits for what the node class waits for as well.
-        self.node_pool = custom_resource(
-            name,
-            node_pool_for(args),
-            pulumi.ResourceOptions(
-                parent=self, depends_on=[self.node_class, *args.after], protect=args.protect
-            ),
-        )
+        self.node_pool = node_pool_resource(name, node_pool_for(args), self.node_class, args, self)
         self.register_outputs({"node_pool_name": name, "node_class_name": name})
+
+
+def node_pool_resource(
+    name: str,
+    obj: dict[str, Any],
+    node_class: CustomResource,
+    args: KarpenterGpuNodePoolArgs,
+    parent: pulumi.Resource,
+) -> CustomResource:
+    """The NodePool `obj`, created after its node class and deleted before it.
+
+    Its delete timeout outlasts a drain: its NodeClaims hold it (`BlockOwnerDeletion`,
+    kubernetes-sigs/karpenter pkg/controllers/provisioning/scheduling/nodeclaimtemplate.go at
+    v1.14.1) while their nodes drain, up to `terminationGracePeriod` each, and pulumi-kubernetes
+    waits for a deleted object to be gone (`await.Deletion`, provider/pkg/await/await.go) only
+    as long as its delete timeout, minutes by default, before `destroy` fails; the hour more is
+    the instances' termination."""
+    return custom_resource(
+        name,
+        obj,
+        pulumi.ResourceOptions(
+            parent=parent,
+            depends_on=[node_class, *args.after],
+            protect=args.protect,
+            custom_timeouts=pulumi.CustomTimeouts(
+                delete=f"{args.termination_grace_period_hours + 1}h"
+            ),
+        ),
+    )
 
 
 @dataclass(frozen=True)
@@ -153,6 +176,9 @@ class NodePoolShape:
     node_class_kind: str
     instance_labels: InstanceLabels
     expire_after: str
+    drifts_by_itself: bool = False
+    """Whether the nodes drift without the stack changing (Auto Mode's own AMI releases), so
+    that drift is held to the pool's `aws.driftWindow`."""
 
 
 KARPENTER_SHAPE = NodePoolShape(
@@ -241,7 +267,7 @@ def node_pool_for(
                 # Never consolidate a node that runs a pod: a GPU job it moved would start over.
                 "consolidationPolicy": "WhenEmpty",
                 "consolidateAfter": consolidate_after(args),
-                "budgets": disruption_budgets(spec),
+                "budgets": disruption_budgets(spec, shape.drifts_by_itself),
             },
         },
     }
@@ -399,7 +425,7 @@ def one_of(key: str, values: list[str]) -> dict[str, Any]:
     return {"key": key, "operator": "In", "values": values}
 
 
-def disruption_budgets(spec: GpuPoolSpec) -> list[dict[str, Any]]:
+def disruption_budgets(spec: GpuPoolSpec, drifts_by_itself: bool = False) -> list[dict[str, Any]]:
     """How many of the pool's nodes Karpenter may take down at once, by reason: empty ones
     `emptyNodesBudgetPercent` (all by default), drifted ones (a new AMI release) and
     underutilized ones (which `WhenEmpty` never has) `maxUnavailablePercent`, else
@@ -417,7 +443,23 @@ def disruption_budgets(spec: GpuPoolSpec) -> list[dict[str, Any]]:
             "nodes": f"{DRIFT_BUDGET_PERCENT if percent is None else percent}%",
             "reasons": ["Drifted", "Underutilized"],
         },
+        *(_drift_closed(spec) if drifts_by_itself else []),
     ]
+
+
+def _drift_closed(spec: GpuPoolSpec) -> list[dict[str, Any]]:
+    """No drifted node taken outside the pool's drift window, or at all without one.
+
+    A budget with a schedule holds only from each of its schedule's hits for its duration, and
+    the most restrictive budget holding wins (`IsActive`, `GetAllowedDisruptionsByReason`,
+    kubernetes-sigs/karpenter pkg/apis/v1/nodepool.go at v1.14.1): no budget opens what another
+    closes, so the closed budget runs from the window's close until it opens again."""
+    closed: dict[str, Any] = {"nodes": "0", "reasons": ["Drifted"]}
+    window = spec.aws.drift_window
+    if window is None:
+        return [closed]
+    schedule, duration = window.closed()
+    return [{**closed, "schedule": schedule, "duration": duration}]
 
 
 def _block_device_mappings(node_image: str, spec: GpuPoolSpec) -> list[dict[str, Any]]:

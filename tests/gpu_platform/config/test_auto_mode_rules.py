@@ -140,6 +140,18 @@ BAD = [
         "pools[0].aws.capacityReservationResourceGroupArn",
         REFUSED,
     ),
+    (
+        "a drift window as long as its week",
+        with_pool(aws={"driftWindow": {"schedule": "0 2 * * 6", "duration": "168h"}}),
+        "pools[0].aws.driftWindow.duration",
+        "more than none and less than the week the window recurs in (0 2 * * 6)",
+    ),
+    (
+        "a daily drift window of no time",
+        with_pool(aws={"driftWindow": {"schedule": "0 2 * * *", "duration": "0m"}}),
+        "pools[0].aws.driftWindow.duration",
+        "more than none and less than the day the window recurs in (0 2 * * *)",
+    ),
 ]
 
 
@@ -178,3 +190,20 @@ def test_auto_mode_pools_may_take_sizes_by_family_and_reservations_by_id() -> No
             aws={"capacityReservationId": "cr-0123456789abcdef0"},
         )
     )
+
+
+def test_a_drift_window_is_a_daily_or_weekly_cron_and_auto_mode_only() -> None:
+    load_stack_config(with_pool(aws={"driftWindow": {"schedule": "30 22 * * 0", "duration": "3h"}}))
+    found = problems(with_pool(aws={"driftWindow": {"schedule": "0 2 1 * *", "duration": "4h"}}))
+    assert "gpu-platform:pools[0].aws.driftWindow.schedule" in found, found
+    found = problems(with_pool(aws={"driftWindow": {"schedule": "0 2 * * 6", "duration": "4h30s"}}))
+    assert "gpu-platform:pools[0].aws.driftWindow.duration" in found, found
+    karpenter = {
+        **with_pool(aws={"driftWindow": {"schedule": "0 2 * * 6", "duration": "4h"}}),
+        "provisioner": "karpenter",
+    }
+    karpenter["pools"][0]["aws"]["amiReleaseVersion"] = "1.35.6-20260714"
+    found = problems(karpenter)
+    assert found["gpu-platform:pools[0].aws.driftWindow"].startswith(
+        "no value unless provisioner is eks-auto-mode"
+    ), found

@@ -25,6 +25,7 @@ from tests.gpu_platform.eks.test_karpenter_node_pool import (
     G6_12XLARGE,
     RESERVATION,
     SUBNETS,
+    cel_failures,
     karpenter_args,
 )
 
@@ -101,8 +102,11 @@ def test_the_node_pool_is_karpenters_in_all_else() -> None:
     args = auto_mode_args()
     auto_mode = auto_mode_node_pool_for(args)["spec"]
     karpenter = node_pool_for(args)["spec"]
-    for key in ("weight", "limits", "disruption"):
+    for key in ("weight", "limits"):
         assert auto_mode[key] == karpenter[key]
+    karpenter_budgets = karpenter["disruption"].pop("budgets")
+    assert auto_mode["disruption"].pop("budgets")[:-1] == karpenter_budgets
+    assert auto_mode["disruption"] == karpenter["disruption"]
     for key in ("taints", "terminationGracePeriod"):
         assert auto_mode["template"]["spec"][key] == karpenter["template"]["spec"][key]
     assert auto_mode["template"]["metadata"] == karpenter["template"]["metadata"]
@@ -161,3 +165,54 @@ def test_the_node_class_tags_nothing_the_compute_policy_refuses(fields: dict[str
         k for k in tags if not any(fnmatch.fnmatchcase(k, p) for p in COMPUTE_POLICY_TAG_KEYS)
     ]
     assert refused == []
+
+
+# Karpenter takes, for a reason, the least of the budgets active now, and a budget with a
+# schedule is active for `duration` after each hit of its cron schedule, in UTC (`IsActive`,
+# `GetAllowedDisruptionsByReason`, kubernetes-sigs/karpenter pkg/apis/v1/nodepool.go at v1.14.1):
+# drift is held outside a window by a `nodes: "0"` budget over the rest of the period.
+@pytest.mark.parametrize(
+    ("window", "closed"),
+    [
+        (None, {"nodes": "0", "reasons": ["Drifted"]}),
+        # Saturday 02:00-06:00: closed from Saturday 06:00 for 168h - 4h.
+        (
+            {"schedule": "0 2 * * 6", "duration": "4h"},
+            {"nodes": "0", "reasons": ["Drifted"], "schedule": "0 6 * * 6", "duration": "164h0m"},
+        ),
+        # Saturday 22:30 past midnight: closed from Sunday 01:00.
+        (
+            {"schedule": "30 22 * * 6", "duration": "2h30m"},
+            {
+                "nodes": "0",
+                "reasons": ["Drifted"],
+                "schedule": "0 1 * * 0",
+                "duration": "165h30m",
+            },
+        ),
+        # Each day 23:00-00:30.
+        (
+            {"schedule": "0 23 * * *", "duration": "90m"},
+            {"nodes": "0", "reasons": ["Drifted"], "schedule": "30 0 * * *", "duration": "22h30m"},
+        ),
+    ],
+    ids=["no-window", "weekly", "weekly-past-midnight", "daily"],
+)
+def test_drift_is_held_to_the_pools_window(
+    window: dict[str, str] | None, closed: dict[str, Any]
+) -> None:
+    args = auto_mode_args(aws={} if window is None else {"driftWindow": window})
+    node_pool = auto_mode_node_pool_for(args)
+    assert node_pool["spec"]["disruption"]["budgets"] == [
+        {"nodes": "100%", "reasons": ["Empty"]},
+        {"nodes": "10%", "reasons": ["Drifted", "Underutilized"]},
+        closed,
+    ]
+    assert validation_errors(node_pool, "karpenter", KARPENTER_CHART.version) == []
+    # The CRD's rule on budgets: "'schedule' must be set with 'duration'".
+    assert [f for f in cel_failures(node_pool) if f.startswith(".spec.disruption")] == []
+
+
+def test_a_karpenter_pool_drifts_only_when_its_settings_change() -> None:
+    budgets = node_pool_for(auto_mode_args())["spec"]["disruption"]["budgets"]
+    assert [b for b in budgets if b["nodes"] == "0"] == []

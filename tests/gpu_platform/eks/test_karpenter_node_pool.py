@@ -49,6 +49,7 @@ from gpu_platform.stack_files import stack_config
 from gpu_platform.taints import CLOUD_TAINT_EFFECTS
 from gpu_platform.versions import KARPENTER_CHART
 from tests.repository import PROJECT, ROOT
+from tests.shared_plans import shared_plan
 from tests.stack_variants import AL2023_RELEASE, BOTTLEROCKET_RELEASE
 
 from .plans import asg_tags, node_group
@@ -1367,3 +1368,12 @@ def test_the_component_creates_an_efa_pools_security_group_and_placement_group()
     node_class = by_type["kubernetes:karpenter.k8s.aws/v1:EC2NodeClass"].inputs["spec"]
     assert node_class["securityGroupSelectorTerms"][1] == {"id": "gpus-efa-id"}
     assert node_class["placementGroupSelector"] == {"name": "gpus-placement-4f0c2a1"}
+
+
+def test_deleting_a_node_pool_outlasts_its_nodes_drain() -> None:
+    # Pulumi.karpenter-dev.yaml leaves karpenter.terminationGracePeriodHours at its default, 24:
+    # a node's drain may take that long, and its NodeClaim holds the NodePool until it is gone.
+    node_pools = shared_plan("karpenter-dev").of_type("kubernetes:karpenter.sh/v1:NodePool")
+    assert node_pools
+    for node_pool in node_pools:
+        assert node_pool.custom_timeouts == {"delete": "25h"}, node_pool.name

@@ -27,6 +27,7 @@ def test_a_program_plans_the_dev_stack_and_reads_the_verdicts(
         return ["exempt namespaces differ"]
 
     monkeypatch.setattr(plan_module, "exemption_mismatches", mismatches)
+    monkeypatch.setattr(plan_module, "closed_drift_windows", lambda plan: ["no drift window"])
     planned = plan_stack("dev", project=PROJECT)
 
     assert planned.plan.stack == "dev"
@@ -40,6 +41,7 @@ def test_a_program_plans_the_dev_stack_and_reads_the_verdicts(
     # The exempt namespaces are compared with the policy config the pack was given.
     assert given == [json.loads((PROJECT.directory / "policy-config" / "dev.json").read_text())]
     assert "exempt namespaces differ" in planned.warnings
+    assert "no drift window" in planned.warnings
 
 
 def test_a_directory_without_a_pack_is_refused_before_the_program_runs(tmp_path: Path) -> None:

@@ -150,8 +150,8 @@ def test_each_model_of_the_config_is_a_type_with_its_fields(schema: dict[str, An
             assert type_["properties"][field.alias or name].get("description") == field.description
         checked.add(model)
     # Every model the stack's config is built from, but the four ways to share a GPU; Kueue's
-    # `queues` and a tenant's `queue` among them.
-    assert len(checked) == 25
+    # `queues` and a tenant's `queue` among them, and an Auto Mode pool's `driftWindow`.
+    assert len(checked) == 26
     assert set(types[sharing]["properties"]) == {"mode", "replicas", "strategy", "profile"}
     assert types[sharing]["required"] == ["mode"]
 

@@ -315,21 +315,58 @@ def test_a_stack_without_pools_and_without_the_setting_says_once_it_was_not_judg
     )
 
 
+SMOKE_TEST_CONTAINER = {
+    "name": "nvidia-smi",
+    "image": "nvcr.io/nvidia/cuda:12.9.1-base-ubuntu24.04",
+    "command": ["nvidia-smi"],
+    "env": [{"name": "NVIDIA_DISABLE_REQUIRE", "value": "true"}],
+}
+
+
 @pytest.mark.parametrize(
-    ("env", "reported"),
-    [({"NVIDIA_DISABLE_REQUIRE": "true"}, False), ({}, True)],
-    ids=["the platform's", "a look-alike that checks CUDA"],
+    ("changes", "reported"),
+    [
+        ({}, False),
+        ({"env": []}, True),
+        ({"command": ["python", "train.py"]}, True),
+        ({"command": ["nvidia-smi"], "args": ["&&", "python", "train.py"]}, True),
+        ({"image": "docker.io/acme/trainer:1.0"}, True),
+        ({"image": "nvcr.io/nvidia/cuda-look-alike:12.9.1"}, True),
+    ],
+    ids=[
+        "the platform's",
+        "a look-alike that checks CUDA",
+        "another command",
+        "more arguments",
+        "another image",
+        "an image beside the platform's repository",
+    ],
 )
 def test_the_platforms_smoke_test_needs_no_cuda_release(
-    analyze: Analyze, env: dict[str, str], reported: bool
+    analyze: Analyze, changes: dict[str, Any], reported: bool
 ) -> None:
-    # The smoke test runs only `nvidia-smi`, which the toolkit mounts from the node's driver, and
-    # sets NVIDIA_DISABLE_REQUIRE so the toolkit skips the image's CUDA requirement
-    # (gpu_platform/kubernetes/tenant_namespace.py): no driver can fail it on CUDA. On EKS Auto
-    # Mode, whose driver AWS does not publish, a stack's pools have no known CUDA release.
+    # Where its pool's driver is unknown the smoke test runs only `nvidia-smi` (its command,
+    # `smoke_test_job_spec` in gpu_platform/kubernetes/tenant_namespace.py), which the toolkit
+    # mounts from the node's driver, from nvcr.io/nvidia/cuda, and sets NVIDIA_DISABLE_REQUIRE
+    # so the toolkit skips the image's CUDA requirement: no driver can fail it on CUDA. On EKS
+    # Auto Mode, whose driver AWS does not publish, a stack's pools have no known CUDA release.
     spec = gpu_pod_spec("1")
-    spec["containers"][0]["image"] = "nvcr.io/nvidia/cuda:12.9.1-base-ubuntu24.04"
-    spec["containers"][0]["env"] = [{"name": k, "value": v} for k, v in env.items()]
+    spec["containers"][0].update({**SMOKE_TEST_CONTAINER, **changes})
+    smoke_test = workload("Job", spec, name="gpu-smoke-test", namespace="ml-sandbox")
+
+    verdicts = analyze(pool({}), smoke_test)
+
+    assert len(messages(verdicts, KNOWN)) == int(reported)
+
+
+@pytest.mark.parametrize(("second_runs", "reported"), [("nvidia-smi", False), ("python", True)])
+def test_each_gpu_container_of_the_smoke_test_must_run_only_nvidia_smi(
+    analyze: Analyze, second_runs: str, reported: bool
+) -> None:
+    spec = gpu_pod_spec("1")
+    spec["containers"][0].update(SMOKE_TEST_CONTAINER)
+    second = {**spec["containers"][0], "name": "second", "command": [second_runs]}
+    spec["containers"].append(second)
     smoke_test = workload("Job", spec, name="gpu-smoke-test", namespace="ml-sandbox")
 
     verdicts = analyze(pool({}), smoke_test)

@@ -1,0 +1,20 @@
+"""The plan's warning for EKS Auto Mode pools without a drift window, whose nodes never take Auto
+Mode's AMI releases by drift."""
+
+from gpu_platform.offline.drift_windows import closed_drift_windows
+from tests.shared_plans import shared_plan
+
+
+def test_an_auto_mode_pool_without_a_drift_window_is_warned_of_by_key() -> None:
+    # Pulumi.auto-dev.yaml: l40s sets aws.driftWindow, l4-reserved does not.
+    assert closed_drift_windows(shared_plan("auto-dev")) == [
+        "pool l4-reserved has no drift window (aws.driftWindow): its nodes never take Auto"
+        " Mode's AMI releases (about weekly) by drift, only as they expire (21 days at most) or"
+        ' go empty. Set pools[].aws.driftWindow, e.g. {schedule: "0 2 * * 6", duration: "4h"},'
+        " to have them replaced in that window instead (docs/eks-auto-mode.md, Node updates)."
+    ]
+
+
+def test_karpenter_pools_are_not_warned_of() -> None:
+    # Pulumi.karpenter-dev.yaml's pools are Karpenter's: their nodes drift only on a stack change.
+    assert closed_drift_windows(shared_plan("karpenter-dev")) == []
