@@ -677,11 +677,13 @@ def _pools_with_canaries(
             pools.append(canary(draw, led, node_image, version))
     # A stack's GPU pools are all DRA or none (gpu_platform/config/dra_rules.py): the first
     # pool's allocation decides, keeping only the DRA pools after a DRA one, and otherwise
-    # turning a drawn DRA pool (exclusive, at least one node) into a device-plugin one.
+    # turning a drawn DRA pool (exclusive, at least one node) into a device-plugin one, which
+    # scales to zero like every other: its floor was the DRA pool's alone.
     if pools[0].get("allocation") == "dra":
         return [p for p in pools if p.get("allocation") == "dra"]
     for p in pools:
-        p.pop("allocation", None)
+        if p.pop("allocation", None) == "dra":
+            p.pop("min")
     return pools
 
 
