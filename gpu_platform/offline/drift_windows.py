@@ -2,7 +2,6 @@
 NodePool blocks drift at all times, so Auto Mode's AMI releases reach their nodes only as the
 nodes expire or go empty."""
 
-from gpu_platform.eks.auto_mode.names import NODE_CLASS_GROUP
 from gpu_platform.offline.program import Plan
 
 NODE_POOL = "kubernetes:karpenter.sh/v1:NodePool"
@@ -12,8 +11,15 @@ _CLOSED = {"nodes": "0", "reasons": ["Drifted"]}
 
 def closed_drift_windows(plan: Plan) -> list[str]:
     """A warning for each Auto Mode NodePool whose drift no window opens."""
+    pools = plan.of_type(NODE_POOL)
+    if not pools:
+        return []
+    # Imported here: a GKE plan loads nothing of the EKS side (tests/gpu_platform/cli/
+    # test_imports.py).
+    from gpu_platform.eks.auto_mode.names import NODE_CLASS_GROUP
+
     warnings = []
-    for pool in plan.of_type(NODE_POOL):
+    for pool in pools:
         spec = pool.inputs.get("spec")
         if not isinstance(spec, dict):
             continue  # secret labels hide the spec, and the pool with it
