@@ -146,12 +146,13 @@ def node_pool_resource(
 ) -> CustomResource:
     """The NodePool `obj`, created after its node class and deleted before it.
 
-    Its delete timeout outlasts a drain: its NodeClaims hold it (`BlockOwnerDeletion`,
+    Its delete timeout stays pulumi-kubernetes' default (`await.Deletion`,
+    provider/pkg/await/await.go: minutes), though its NodeClaims hold it (`BlockOwnerDeletion`,
     kubernetes-sigs/karpenter pkg/controllers/provisioning/scheduling/nodeclaimtemplate.go at
-    v1.14.1) while their nodes drain, up to `terminationGracePeriod` each, and pulumi-kubernetes
-    waits for a deleted object to be gone (`await.Deletion`, provider/pkg/await/await.go) only
-    as long as its delete timeout, minutes by default, before `destroy` fails; the hour more is
-    the instances' termination."""
+    v1.14.1) while their nodes drain GPU work, up to `terminationGracePeriod` each: a timeout
+    that outlasted the drain (a day) would outlast the deploy workflow's job
+    (.github/workflows/pulumi-stack.yml, `timeout-minutes`) too, which would leave the stack
+    locked mid-update, where a failed delete is only run again."""
     return custom_resource(
         name,
         obj,
@@ -159,9 +160,6 @@ def node_pool_resource(
             parent=parent,
             depends_on=[node_class, *args.after],
             protect=args.protect,
-            custom_timeouts=pulumi.CustomTimeouts(
-                delete=f"{args.termination_grace_period_hours + 1}h"
-            ),
         ),
     )
 

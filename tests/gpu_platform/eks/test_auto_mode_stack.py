@@ -103,10 +103,3 @@ def test_the_platforms_own_smoke_test_draws_no_cuda_advisory(plan: Plan, analyze
     verdicts = analyze_plan(plan.resources, config=config)
 
     assert [v.message for v in verdicts if v.policy_name == "gpu-pods-cuda-known"] == []
-
-
-def test_deleting_a_node_pool_outlasts_its_nodes_drain(plan: Plan) -> None:
-    # Pulumi.auto-dev.yaml leaves karpenter.terminationGracePeriodHours at its default, 24: a
-    # node's drain may take that long, and its NodeClaim holds the NodePool until it is gone.
-    for node_pool in plan.of_type("kubernetes:karpenter.sh/v1:NodePool"):
-        assert node_pool.custom_timeouts == {"delete": "25h"}, node_pool.name
