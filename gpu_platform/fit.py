@@ -573,8 +573,9 @@ def auto_mode_node_templates(
     Karpenter's templates (`karpenter_node_templates`; Auto Mode runs Karpenter's NodePool API)
     with Auto Mode's labels, `eks.amazonaws.com/instance-*` and `eks.amazonaws.com/compute-type:
     auto` (create-node-pool.adoc), those of the table the instance data here lacks as
-    `unknown_labels`, and the node's capacity: its vCPUs, memory, the larger of the NodeClass's
-    `ephemeralStorage.size` and its NVMe drives, and 110 pods, with its NVIDIA GPUs and no EFA
+    `unknown_labels`, and the node's capacity: its vCPUs, its memory less Karpenter's VM
+    overhead (`_karpenter_memory`), its NVMe drives where it has them and otherwise the
+    NodeClass's `ephemeralStorage.size`, and 110 pods, with its NVIDIA GPUs and no EFA
     interface. Auto Mode publishes neither its kube-reserved nor its eviction thresholds nor its
     max-pods formula, so those four are `capacity_only`."""
     prefix = AUTO_MODE_LABEL_PREFIX
@@ -587,15 +588,22 @@ def auto_mode_node_templates(
             or key.removeprefix(prefix) in _AUTO_MODE_INSTANCE_LABELS
         }
         instance_type = instance_types[template.labels[INSTANCE_TYPE_LABEL]]
-        storage = node_class["spec"].get("ephemeralStorage", {}).get("size", "80Gi")
-        # Auto Mode puts pods' data on the instance's NVMe drives, as one RAID 0 array, where it
-        # has them (automode-learn-instances.adoc: "You can use instance storage as ephemeral
-        # storage"), as Karpenter does with `instanceStorePolicy: RAID0`.
-        nvme = Decimal(instance_type.instance_store_gb or 0) * 10**9
+        # Where the instance has NVMe drives, Auto Mode puts pods' data on them alone, as one
+        # RAID 0 array, whatever the NodeClass's `ephemeralStorage.size`: with a smaller size it
+        # "formats and configures the NVMe local storage for ephemeral data use" beside a 20 GiB
+        # EBS data volume, with an equal or larger one it "skips the small EBS volume" and
+        # exposes the drives (awsdocs/amazon-eks-user-guide latest/ug/automode/
+        # automode-learn-instances.adoc, Considerations). Karpenter sizes such a node the same
+        # way under `instanceStorePolicy: RAID0` (aws/karpenter-provider-aws
+        # v1.14.1:pkg/providers/instancetype/types.go lines 371-375, `ephemeralStorage`).
+        if instance_type.instance_store_gb:
+            storage = Decimal(instance_type.instance_store_gb) * 10**9
+        else:
+            storage = quantity(node_class["spec"].get("ephemeralStorage", {}).get("size", "80Gi"))
         capacity = {
             "cpu": Decimal(instance_type.vcpus),
-            "memory": Decimal(instance_type.memory_mib) * 2**20,
-            "ephemeral-storage": max(quantity(storage), nvme),
+            "memory": Decimal(_karpenter_memory_mib(instance_type)) * 2**20,
+            "ephemeral-storage": storage,
             "pods": Decimal(_AUTO_MODE_MOST_PODS),
         }
         # What Karpenter v1.14.1 keeps back by default (aws/karpenter-provider-aws
@@ -625,6 +633,28 @@ def auto_mode_node_templates(
             )
         )
     return templates
+
+
+# Karpenter's default `--vm-memory-overhead-percent` (aws/karpenter-provider-aws
+# v1.14.1:pkg/operator/options/options.go line 58). Auto Mode runs Karpenter and publishes no
+# figure of its own.
+_KARPENTER_VM_MEMORY_OVERHEAD = 0.075
+# The memory Graviton (arm64) instances reserve for the kernel's CMA (types.go line 358).
+_GRAVITON_CMA_MIB = 64
+
+
+def _karpenter_memory_mib(instance_type: InstanceType) -> int:
+    """The memory, in MiB, Karpenter judges an instance type by before it launches a node
+    (aws/karpenter-provider-aws v1.14.1:pkg/providers/instancetype/types.go lines 356-366,
+    `memory`): EC2's figure less 64 MiB on arm64, less the ceiling of 7.5% of that. Once it has
+    seen a node of the type it takes that node's capacity instead (instancetype.go lines
+    228-230), which `fit`, judging before any node runs, cannot know."""
+    mib = instance_type.memory_mib
+    if instance_type.architecture == "arm64":
+        mib -= _GRAVITON_CMA_MIB
+    # In float64 and in bytes, as Go computes it, so that the ceiling rounds as Karpenter's does.
+    overhead = math.ceil(float(mib * 2**20) * _KARPENTER_VM_MEMORY_OVERHEAD / 1024 / 1024)
+    return mib - overhead
 
 
 def capacity_bound(pod_spec: PodSpec, template: NodeTemplate) -> list[str]:

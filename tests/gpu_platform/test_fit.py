@@ -13,6 +13,7 @@ from gpu_platform.eks.instance_types import Gpus, instance_type
 from gpu_platform.fit import (
     NodeTemplate,
     admitted,
+    auto_mode_node_templates,
     fits,
     fitting_pools,
     format_quantity,
@@ -1069,11 +1070,93 @@ def test_auto_mode_nodes_keep_pods_data_on_their_nvme_drives(
     auto_mode_templates: dict[str, NodeTemplate], size: str, storage: Decimal
 ) -> None:
     # Auto Mode makes an instance's NVMe drives one RAID 0 array for ephemeral storage
-    # (awsdocs/amazon-eks-user-guide latest/ug/automode/automode-learn-instances.adoc), larger
-    # here than the 200 GiB (214.7 GB) volume.
+    # (awsdocs/amazon-eks-user-guide latest/ug/automode/automode-learn-instances.adoc), in place
+    # of the 200 GiB volume.
     template = auto_mode_templates[size]
     assert template.resources["ephemeral-storage"] == storage
     assert fits({**gpu_tolerating_pod(**{"ephemeral-storage": "240G"})}, [template])[0].fits
+
+
+# As EC2 describes it: a Graviton with one T4G and no instance store.
+G5G = instance_type("g5g.xlarge", 4, 8192, ["arm64"], [Gpus("NVIDIA", "T4g", 1, 16384)])
+
+
+def auto_mode_template(instance: Any, **node_class_spec: Any) -> NodeTemplate:
+    """The one template of an Auto Mode NodePool of that instance type on such a NodeClass."""
+    pool = {
+        "metadata": {"name": "l4"},
+        "spec": {
+            "template": {
+                "spec": {
+                    "nodeClassRef": {
+                        "group": "eks.amazonaws.com",
+                        "kind": "NodeClass",
+                        "name": "gpu",
+                    },
+                    "requirements": [
+                        {
+                            "key": "node.kubernetes.io/instance-type",
+                            "operator": "In",
+                            "values": [instance.name],
+                        }
+                    ],
+                }
+            }
+        },
+    }
+    node_class = {"spec": node_class_spec}
+    (template,) = auto_mode_node_templates(pool, node_class, {instance.name: instance}, "us-east-1")
+    return template
+
+
+def test_auto_mode_memory_is_what_karpenter_leaves_after_the_vm_overhead() -> None:
+    # Karpenter v1.14.1 takes ceil(7.5%) of EC2's 16384 MiB, 1229 MiB, off a g6.xlarge before
+    # it judges a pod (aws/karpenter-provider-aws pkg/providers/instancetype/types.go `memory`,
+    # pkg/operator/options/options.go `--vm-memory-overhead-percent`): it launches no node for
+    # a pod of more than 15155Mi.
+    template = auto_mode_template(G6)
+
+    assert template.resources["memory"] == Decimal(15155 * 2**20)
+    assert fits(gpu_tolerating_pod(memory="15155Mi"), [template])[0].fits
+    assert fits(gpu_tolerating_pod(memory="15156Mi"), [template])[0].reasons == (
+        "NodeResourcesFit: asks for 15156Mi memory; a node has 15155Mi (its capacity, before"
+        " what the provisioner reserves and does not publish)",
+    )
+
+
+def test_auto_mode_memory_on_a_graviton_leaves_out_its_cma_reserve_too() -> None:
+    # types.go `memory`: 8192 MiB less the 64 MiB an arm64 instance reserves is 8128 MiB, less
+    # ceil(7.5% of that) = 610 MiB.
+    assert auto_mode_template(G5G).resources["memory"] == Decimal(7518 * 2**20)
+
+
+def test_auto_mode_memory_assumed_allocatable_is_taken_from_karpenters_figure() -> None:
+    # 15155 MiB less Karpenter's kube-reserved for 110 pods (11 MiB a pod and 255 MiB) and the
+    # 100Mi eviction threshold.
+    assumed = auto_mode_template(G6).assumed_allocatable["memory"]
+    assert assumed == Decimal((15155 - 1210 - 255 - 100) * 2**20)
+
+
+def test_auto_mode_ephemeral_storage_is_the_nvme_array_whatever_the_node_class_size() -> None:
+    # A g6.xlarge's 250 GB NVMe drive holds pods' data; the NodeClass's 500Gi EBS size, larger
+    # than the drive, does not (automode-learn-instances.adoc, Considerations).
+    template = auto_mode_template(G6, ephemeralStorage={"size": "500Gi"})
+
+    assert template.resources["ephemeral-storage"] == Decimal(250 * 10**9)
+
+
+@pytest.mark.parametrize(
+    ("node_class_spec", "storage"),
+    [({"ephemeralStorage": {"size": "500Gi"}}, 500 * 2**30), ({}, 80 * 2**30)],
+)
+def test_auto_mode_ephemeral_storage_without_nvme_is_the_node_class_size(
+    node_class_spec: dict[str, Any], storage: int
+) -> None:
+    # A g5g.xlarge has no instance store: the NodeClass's size, 80Gi when it sets none
+    # (create-node-class.adoc).
+    template = auto_mode_template(G5G, **node_class_spec)
+
+    assert template.resources["ephemeral-storage"] == Decimal(storage)
 
 
 def test_auto_mode_nodes_advertise_no_efa(auto_mode_templates: dict[str, NodeTemplate]) -> None:
