@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from gpu_platform.config import load_stack_config
-from gpu_platform.eks.instance_types import Gpus, instance_type
+from gpu_platform.eks.instance_types import Gpus, InstanceType, instance_type
 from gpu_platform.fit import (
     NodeTemplate,
     admitted,
@@ -1081,7 +1081,7 @@ def test_auto_mode_nodes_keep_pods_data_on_their_nvme_drives(
 G5G = instance_type("g5g.xlarge", 4, 8192, ["arm64"], [Gpus("NVIDIA", "T4g", 1, 16384)])
 
 
-def auto_mode_template(instance: Any, **node_class_spec: Any) -> NodeTemplate:
+def auto_mode_template(instance: InstanceType, **node_class_spec: Any) -> NodeTemplate:
     """The one template of an Auto Mode NodePool of that instance type on such a NodeClass."""
     pool = {
         "metadata": {"name": "l4"},
