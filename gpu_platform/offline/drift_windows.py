@@ -29,7 +29,7 @@ def closed_drift_windows(plan: Plan) -> list[str]:
             name = pool.inputs["metadata"]["name"]
             # Karpenter drifts a node on a change to its NodePool's template or requirements
             # (kubernetes-sigs/karpenter v1.14.1:pkg/controllers/nodeclaim/disruption/drift.go
-            # lines 86-113) as well as on a new AMI, which a control-plane upgrade brings: the
+            # lines 86-114) as well as on a new AMI, which a control-plane upgrade brings: the
             # closed budget holds back every one of them.
             warnings.append(
                 f"pool {name} has no drift window (aws.driftWindow): no drifted node of it is"
