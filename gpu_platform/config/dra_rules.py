@@ -111,15 +111,19 @@ def _pool_problems(config: StackConfig, i: int, pool: GpuPoolSpec) -> Iterator[C
         )
         return
     if config.uses_auto_mode:
-        # AWS: "DRA is not currently supported with EKS Auto Mode" (awsdocs/amazon-eks-user-guide
-        # latest/ug/ml/device-management-nvidia.adoc); its nodes run AWS's own NVIDIA device
-        # plugin, with no setting to hand a node's GPUs to another driver.
+        # AWS's guide said "DRA is not currently supported with EKS Auto Mode" until it added,
+        # for Kubernetes 1.36 and later, an NVIDIA DRA driver of Auto Mode's own in the node
+        # runtime, with Auto Mode keeping its device plugin and that driver off each other's
+        # GPUs (EKS user guide, "Use the NVIDIA DRA driver or device plugin on Amazon EKS").
+        # The platform's DRA pools run NVIDIA's driver chart, which Auto Mode leaves no place
+        # for, and it does not build pools on Auto Mode's own driver yet.
         yield ConfigProblem(
             key_path("pools", i, "allocation"),
             DRA,
-            "device-plugin, or no value, with provisioner eks-auto-mode: AWS does not support"
-            " DRA with EKS Auto Mode, whose nodes hand out GPUs through AWS's own NVIDIA device"
-            " plugin (docs/eks-auto-mode.md)",
+            "device-plugin, or no value, with provisioner eks-auto-mode: the platform's DRA"
+            " pools run NVIDIA's DRA driver chart, and Auto Mode's nodes run AWS's own NVIDIA"
+            " stack (with its own DRA driver only from Kubernetes 1.36), which the platform does"
+            " not build DRA pools on yet (docs/eks-auto-mode.md)",
         )
         return
     if config.uses_karpenter:

@@ -106,11 +106,10 @@ def test_a_dra_pool_on_eks_auto_mode_is_refused_by_key() -> None:
     assert problems(config) == {
         "gpu-platform:pools[0].allocation": (
             "dra",
-            # "DRA is not currently supported with EKS Auto Mode" (awsdocs/amazon-eks-user-guide
-            # latest/ug/ml/device-management-nvidia.adoc).
-            "device-plugin, or no value, with provisioner eks-auto-mode: AWS does not support"
-            " DRA with EKS Auto Mode, whose nodes hand out GPUs through AWS's own NVIDIA device"
-            " plugin (docs/eks-auto-mode.md)",
+            "device-plugin, or no value, with provisioner eks-auto-mode: the platform's DRA"
+            " pools run NVIDIA's DRA driver chart, and Auto Mode's nodes run AWS's own NVIDIA"
+            " stack (with its own DRA driver only from Kubernetes 1.36), which the platform does"
+            " not build DRA pools on yet (docs/eks-auto-mode.md)",
         )
     }
 
