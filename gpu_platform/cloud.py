@@ -58,6 +58,11 @@ class GpuCloud(Protocol):
         (its node validator, and a led pool's canary gate)."""
         ...
 
+    def kubernetes_version(self) -> str:
+        """The cluster's Kubernetes version, its minor at least (`1.35`; GKE's
+        `1.35.6-gke.1163000`): the one it is created at, or the running control plane's."""
+        ...
+
     def pool_nodes(self, pool: str) -> pulumi.Resource:
         """What `create_pools` or `create_held_back_pool` created for the named pool's nodes:
         its node group (EKS), NodePool and EC2NodeClass (Karpenter) or node pool (GKE)."""

@@ -444,6 +444,7 @@ class GpuPlatform(pulumi.ComponentResource):
                 GpuTenantNamespaceArgs(
                     namespace,
                     pools,
+                    cloud.kubernetes_version(),
                     provisioner=config.provisioner,
                     driver_rollout=driver_rollout,
                     queues=config.queues if config.queued(namespace) else None,

@@ -13,8 +13,9 @@ gets its own instance type's EFA count, and each EFA placement stays in one zone
 node gets one DCGM exporter, matching pods by the device IDs its device plugin uses; every
 tenant namespace's quota caps every MIG slice of every GPU the platform knows at its `migQuota`,
 and no more whole GPUs than its `gpuQuota` (replicas than its `sharedGpuQuota` where no pool is
-exclusive); where a pool validates its nodes, the pods' admission policy is deployed and admits
-every pod the platform runs.
+exclusive), and from Kubernetes 1.34 NVIDIA's DRA driver's DeviceClasses at 0; where a pool
+validates its nodes, the pods' admission policy is deployed and admits every pod the platform
+runs.
 
 CI draws a fixed sequence of `EXAMPLES` stacks (`derandomize`, no example database), after the
 few stacks of `CORNER_STACKS` that join the corners such a short run may miss. A deeper
@@ -289,7 +290,9 @@ def invariants(pack: PolicyPack) -> dict[str, Invariant]:
         "a created GKE cluster's endpoint, images and Secrets key held as the docs say": (
             hardening_problems
         ),
-        "each tenant quota caps every MIG slice, and whole GPUs at gpuQuota": (quota_problems),
+        "each tenant quota caps every MIG slice, whole GPUs at gpuQuota, DRA classes from 1.34": (
+            quota_problems
+        ),
         "every pool's idle billed time is what its planned scale-down settings make it": (
             idle_billing_problems
         ),

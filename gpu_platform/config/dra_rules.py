@@ -46,10 +46,16 @@ def dra_pools(config: StackConfig) -> list[tuple[int, GpuPoolSpec]]:
     return [(i, pool) for i, pool in enumerate(config.pools) if pool.allocation == DRA]
 
 
+def serves_dra(version: str) -> bool:
+    """Whether a cluster at Kubernetes `version` (`1.35`, or GKE's `1.35.6-gke.1163000`) serves
+    resource.k8s.io/v1."""
+    major, minor = (int(part) for part in version.split(".")[:2])
+    return (major, minor) >= DRA_MIN_KUBERNETES
+
+
 def dra_version_problems(config: StackConfig, version: str, source: str) -> Iterator[ConfigProblem]:
     """DRA pools on a cluster at Kubernetes `version` (`1.33`), as `source` names it."""
-    major, minor = (int(part) for part in version.split(".")[:2])
-    if (major, minor) >= DRA_MIN_KUBERNETES:
+    if serves_dra(version):
         return
     for i, _ in dra_pools(config):
         yield ConfigProblem(

@@ -277,6 +277,10 @@ class EksCloud:
             return self._auto_mode_node_pool(pool, on_cluster, after)
         return self._karpenter_node_pool(pool, self._karpenter_controller, on_cluster, after)
 
+    def kubernetes_version(self) -> str:
+        create = self.config.cluster.create
+        return self.cluster.version if create is None else create.kubernetes_version
+
     def pool_nodes(self, pool: str) -> pulumi.Resource:
         return self._nodes_by_pool[pool]
 

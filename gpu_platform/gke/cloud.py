@@ -177,6 +177,9 @@ class GkeCloud:
     ) -> pulumi.Resource:
         return self._node_pool(pool, opts, after)
 
+    def kubernetes_version(self) -> str:
+        return self.cluster.master_version
+
     def pool_nodes(self, pool: str) -> pulumi.Resource:
         return self._node_pools[pool]
 

@@ -15,6 +15,7 @@ v1.34 to v1.36).
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from gpu_platform.config.dra_rules import serves_dra
 from gpu_platform.node_identity import ResolvedPool
 
 DRIVER = "gpu.nvidia.com"
@@ -91,13 +92,23 @@ def device_quota_key(device_class: str) -> str:
 # passthrough of every model: capped at 0 in every tenant namespace, as a quota caps only the
 # classes it names and a claim through them would take any model uncounted. Tenants claim
 # through the classes of the models.
+#
+# Capped on every cluster that serves resource.k8s.io/v1, DRA pools or not: a driver the platform
+# does not install may publish GPUs there, and a claim takes them outside `gpuQuota`, which
+# counts `nvidia.com/gpu`. "EKS Auto Mode includes the NVIDIA DRA driver in the node runtime on
+# Kubernetes version 1.36 and later. You do not install or manage the driver" (EKS user guide,
+# "Use the NVIDIA DRA driver or device plugin on Amazon EKS"). AWS does not publish the
+# DeviceClasses Auto Mode's driver installs: NVIDIA's chart's names are assumed. A quota key of a
+# class that does not exist caps nothing and refuses nothing.
 CHART_DEVICE_CLASSES = ("gpu.nvidia.com", "mig.nvidia.com", "vfio.gpu.nvidia.com")
 
 
-def device_quota(gpu_quota: int, models: Sequence[str]) -> dict[str, str]:
-    """A tenant namespace's quota of DRA devices where the stack has DRA pools of `models`: each
-    model's class at `gpu_quota` (its `gpuQuota`), the chart's classes at 0."""
-    if not models:
+def device_quota(gpu_quota: int, models: Sequence[str], kubernetes_version: str) -> dict[str, str]:
+    """A tenant namespace's quota of DRA devices on a cluster at `kubernetes_version`: from
+    Kubernetes 1.34, where resource.k8s.io/v1 is served, the chart's classes at 0 and, where the
+    stack has DRA pools of `models`, each model's class at `gpu_quota` (its `gpuQuota`); before
+    it, nothing."""
+    if not serves_dra(kubernetes_version):
         return {}
     hard = {device_quota_key(device_class_name(model)): str(gpu_quota) for model in models}
     hard.update(dict.fromkeys(map(device_quota_key, CHART_DEVICE_CLASSES), "0"))

@@ -104,6 +104,8 @@ class GpuTenantNamespaceArgs:
     pools: Sequence[ResolvedPool]
     """Every pool of the stack: which of them hand out whole GPUs decides what the quota's
     `nvidia.com/gpu` cap counts."""
+    kubernetes_version: str
+    """The cluster's Kubernetes version: from 1.34 the quota caps DRA devices too."""
     provisioner: Provisioner = "cluster-autoscaler"
     """What starts the stack's GPU nodes: the smoke test asks it not to disrupt the node."""
     driver_rollout: OperatorSpec | None = None
@@ -130,7 +132,7 @@ class GpuTenantNamespace(pulumi.ComponentResource):
             metadata={"name": spec.name, "labels": namespace_labels(spec, args.queues is not None)},
             opts=child,
         )
-        hard = gpu_quota(spec, args.pools)
+        hard = gpu_quota(spec, args.pools, args.kubernetes_version)
         quota_hard = hard if args.queues is None else with_borrowing(spec, hard, args.pools)
         quota = core.v1.ResourceQuota(
             f"{name}-{QUOTA_NAME}",
@@ -245,7 +247,9 @@ def limit_range_spec() -> dict[str, Any]:
     return {"limits": [{"type": "Container", "defaultRequest": dict(DEFAULT_CONTAINER_REQUESTS)}]}
 
 
-def gpu_quota(spec: TenantNamespaceSpec, pools: Sequence[ResolvedPool]) -> dict[str, str]:
+def gpu_quota(
+    spec: TenantNamespaceSpec, pools: Sequence[ResolvedPool], kubernetes_version: str
+) -> dict[str, str]:
     """`requests.<resource>` for each GPU resource a pod of the namespace could ask for:
     `nvidia.com/gpu` at `gpuQuota` where the stack has exclusive pools or no shared ones, else at
     `sharedGpuQuota`; and every MIG slice of every GPU the platform knows,
@@ -262,10 +266,12 @@ def gpu_quota(spec: TenantNamespaceSpec, pools: Sequence[ResolvedPool]) -> dict[
     added to it would let pods take as many more whole GPUs: `gpuQuota` alone caps both there,
     each replica counted as a GPU (config validation refuses a `sharedGpuQuota` there).
 
-    Where the stack has DRA pools, the devices a namespace's ResourceClaims take of each of
-    their models' DeviceClasses are capped at `gpuQuota` too, each class on its own (a quota
-    caps each class apart; `gpu_platform.kubernetes.dra_devices`), and the DRA driver's own
-    classes, which take any model, at 0.
+    On a cluster at `kubernetes_version` 1.34 or later, where ResourceClaims are served, NVIDIA's
+    DRA driver's own classes, which take any model, are capped at 0, whether the stack has DRA
+    pools or not: a driver the platform does not install (EKS Auto Mode's, from 1.36) may
+    publish GPUs there (`gpu_platform.kubernetes.dra_devices`). Where the stack has DRA pools,
+    the devices a namespace's ResourceClaims take of each of their models' DeviceClasses are
+    capped at `gpuQuota` too, each class on its own (a quota caps each class apart).
 
     Extended resources can only be capped on requests; pods set GPUs as limits and Kubernetes
     copies them into requests, so the cap holds. `nvidia.com/gpu` is always capped, so that a
@@ -276,7 +282,7 @@ def gpu_quota(spec: TenantNamespaceSpec, pools: Sequence[ResolvedPool]) -> dict[
     hard = {f"requests.{GPU_RESOURCE}": str(spec.gpu_quota if whole else spec.shared_gpu_quota)}
     for slice_name in MIG_SLICES:
         hard[f"requests.{MIG_RESOURCE_PREFIX}{slice_name}"] = str(spec.mig_quota.get(slice_name, 0))
-    hard.update(device_quota(spec.gpu_quota, dra_models(pools)))
+    hard.update(device_quota(spec.gpu_quota, dra_models(pools), kubernetes_version))
     return hard
 
 

@@ -14,7 +14,13 @@ reads, for each pool's nodes as the planned resources label them when they join:
   `nvidia.com/gpu` are replicas, capped at no more than `sharedGpuQuota`;
 - a DRA pool's nodes (`nvidia.com/gpu.deploy.device-plugin=false` off GKE) advertise no
   `nvidia.com/gpu` at all: their devices are capped per DeviceClass
-  (gpu_platform/kubernetes/dra_devices.py), and no pod counting GPUs lands there.
+  (gpu_platform/kubernetes/dra_devices.py), and no pod counting GPUs lands there;
+- from Kubernetes 1.34, where claims are served and quota counts devices per class
+  (`<class>.deviceclass.resource.k8s.io/devices`, pkg/quota/v1/evaluator/core/
+  resource_claims.go), a DRA driver the platform does not install (EKS Auto Mode's, from 1.36)
+  may publish GPUs whatever the pools: every quota holds NVIDIA's driver's classes
+  (nvidia-dra-driver-gpu v25.12.0 templates/deviceclass-*.yaml) at 0, and any other class at
+  no more than the namespace's `gpuQuota`.
 """
 
 from collections import Counter
@@ -23,6 +29,8 @@ from typing import Any
 
 from gpu_platform.accelerators import MIG_SLICES
 from gpu_platform.offline.program import Plan
+from gpu_platform.offline.stand_ins import aws as aws_stand_in
+from gpu_platform.offline.stand_ins import gcp as gcp_stand_in
 from tests.gpu_platform.kubernetes.daemonset_tolerations import pool_nodes
 
 QUOTA = "kubernetes:core/v1:ResourceQuota"
@@ -30,6 +38,37 @@ MIG_CONFIG_LABEL = "nvidia.com/mig.config"
 DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"
 GPUS = "requests.nvidia.com/gpu"
 MIG_PREFIX = "requests.nvidia.com/mig-"
+DEVICES = ".deviceclass.resource.k8s.io/devices"
+NVIDIA_CLASSES = ("gpu.nvidia.com", "mig.nvidia.com", "vfio.gpu.nvidia.com")
+
+
+def cluster_minor(config: Mapping[str, Any]) -> tuple[int, int]:
+    """The Kubernetes minor of the stack's cluster: a created one's, else the stand-in's."""
+    create = config.get("gpu-platform:cluster", {}).get("create") or {}
+    version = create.get("kubernetesVersion") or (
+        gcp_stand_in.STAND_IN_MASTER_VERSION
+        if config.get("gpu-platform:cloud") == "gcp"
+        else aws_stand_in.STAND_IN_KUBERNETES_VERSION
+    )
+    major, minor = version.split(".")[:2]
+    return int(major), int(minor)
+
+
+def device_class_problems(name: str, hard: Mapping[str, str], gpu_quota: int) -> list[str]:
+    """Where namespace `name`'s quota leaves one of NVIDIA's classes uncapped or above 0, or
+    lets a class of a model take more than `gpu_quota`."""
+    problems = [
+        f"namespace {name}: {device_class}{DEVICES} uncapped"
+        for device_class in NVIDIA_CLASSES
+        if device_class + DEVICES not in hard
+    ]
+    for key, value in hard.items():
+        if not key.endswith(DEVICES):
+            continue
+        limit = 0 if key.removesuffix(DEVICES) in NVIDIA_CLASSES else gpu_quota
+        if int(value) > limit:
+            problems.append(f"namespace {name}: {key} {value} above {limit}")
+    return problems
 
 
 def quota_problems(plan: Plan, config: Mapping[str, Any]) -> list[str]:
@@ -66,6 +105,8 @@ def quota_problems(plan: Plan, config: Mapping[str, Any]) -> list[str]:
         if hard is None:
             problems.append(f"namespace {name}: no ResourceQuota")
             continue
+        if cluster_minor(config) >= (1, 34):
+            problems += device_class_problems(name, hard, namespace.get("gpuQuota", 0))
         mig_quota = namespace.get("migQuota", {})
         for slice_name in MIG_SLICES:
             resource = MIG_PREFIX + slice_name

@@ -263,9 +263,15 @@ def test_a_tenants_quota_caps_its_claimed_gpus_per_model_and_none_through_the_ch
     }
 
 
-def test_a_stack_without_dra_pools_has_no_device_quota(dev_plan: Plan) -> None:
-    for quota in dev_plan.of_type("kubernetes:core/v1:ResourceQuota"):
-        assert not [key for key in quota.inputs["spec"]["hard"] if "deviceclass" in key]
+def test_a_stack_without_dra_pools_caps_no_class_of_a_model(dev_plan: Plan) -> None:
+    (quota,) = dev_plan.of_type("kubernetes:core/v1:ResourceQuota")
+
+    # The stand-in cluster is at 1.35: NVIDIA's driver's classes are capped at 0 all the same.
+    assert sorted(k for k in quota.inputs["spec"]["hard"] if "deviceclass" in k) == [
+        "gpu.nvidia.com.deviceclass.resource.k8s.io/devices",
+        "mig.nvidia.com.deviceclass.resource.k8s.io/devices",
+        "vfio.gpu.nvidia.com.deviceclass.resource.k8s.io/devices",
+    ]
 
 
 def test_gpu_models_tell_a_pod_how_to_claim_each_model(dra_plan: Plan) -> None:

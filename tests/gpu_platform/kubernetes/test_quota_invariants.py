@@ -81,3 +81,31 @@ def test_a_dra_pool_is_no_pool_of_shared_gpus() -> None:
     plan = shared_plan("dra-dev")
 
     assert quota_problems(plan, stack_config("dra-dev", PROJECT)) == []
+
+
+def test_an_nvidia_dra_class_uncapped_or_above_0_from_1_34_is_found(dev_plan: Plan) -> None:
+    # The stand-in EKS cluster is at 1.35; dev has no DRA pool.
+    del hard(dev_plan, "ml-sandbox")["gpu.nvidia.com.deviceclass.resource.k8s.io/devices"]
+    hard(dev_plan, "ml-sandbox")["vfio.gpu.nvidia.com.deviceclass.resource.k8s.io/devices"] = "1"
+
+    assert quota_problems(dev_plan, dev_stack_config()) == [
+        "namespace ml-sandbox: gpu.nvidia.com.deviceclass.resource.k8s.io/devices uncapped",
+        "namespace ml-sandbox: vfio.gpu.nvidia.com.deviceclass.resource.k8s.io/devices 1 above 0",
+    ]
+
+
+def test_a_models_dra_class_above_gpu_quota_is_found() -> None:
+    plan = shared_plan("dra-dev")
+    # ml-team's gpuQuota is 2.
+    hard(plan, "ml-team")["l4.gpu-platform.io.deviceclass.resource.k8s.io/devices"] = "3"
+
+    assert quota_problems(plan, stack_config("dra-dev", PROJECT)) == [
+        "namespace ml-team: l4.gpu-platform.io.deviceclass.resource.k8s.io/devices 3 above 2"
+    ]
+
+
+def test_a_cluster_before_1_34_needs_no_dra_class_caps() -> None:
+    # The GKE stand-in's cluster runs 1.33.5-gke.1201000, where no claim is served.
+    config = stack_config("gke-dev", PROJECT)
+
+    assert quota_problems(shared_plan("gke-dev"), config) == []

@@ -18,11 +18,14 @@ from gpu_platform.kubernetes.tenant_namespace import (
 )
 from gpu_platform.node_identity import GpuShape, ResolvedPool, resolve_pool
 from gpu_platform.offline.program import Plan, PlannedResource, run_program
+from gpu_platform.offline.stand_ins import aws as stand_ins_aws
+from gpu_platform.stack_files import stack_config
 from gpu_platform.versions import GPU_SMOKE_TEST_IMAGE, POD_SECURITY_VERSION
 from tests.conftest import dev_stack_config, gke_stack_config
 from tests.gpu_platform.gke.plans import on_ubuntu
 from tests.gpu_platform.kubernetes.gate_graph import new_driver_preference
 from tests.gpu_platform.kubernetes.restricted_pod_security import restricted_violations
+from tests.kubernetes_schemas import manifest, validate
 from tests.repository import PROJECT
 from tests.shared_plans import shared_plan
 from tests.stack_variants import MIG_POOL, MIG_SLICE_RESOURCE, with_mig_mixed_pool
@@ -156,8 +159,12 @@ def hard(plan: Plan, name: str = "ml-sandbox") -> dict[str, str]:
 
 
 def allowed(plan: Plan, name: str = "ml-sandbox") -> dict[str, str]:
-    """The quota's caps but the MIG slices it holds at 0."""
-    return {k: v for k, v in hard(plan, name).items() if v != "0" or "mig-" not in k}
+    """The quota's caps but the MIG slices and DeviceClasses it holds at 0."""
+    return {
+        k: v
+        for k, v in hard(plan, name).items()
+        if v != "0" or ("mig-" not in k and ".deviceclass." not in k)
+    }
 
 
 def test_quota_caps_gpu_requests_in_the_namespace(dev_plan) -> None:
@@ -207,12 +214,12 @@ def test_a_replica_cap_never_lets_pods_take_more_whole_gpus() -> None:
     # Both are nvidia.com/gpu, and a ResourceQuota caps a resource by its name: a cap of 2 + 12
     # would let the namespace's pods take 14 whole GPUs. Config validation refuses any
     # sharedGpuQuota here; the cap stays at gpuQuota all the same.
-    assert gpu_quota(spec, pools)["requests.nvidia.com/gpu"] == "2"
+    assert gpu_quota(spec, pools, "1.35")["requests.nvidia.com/gpu"] == "2"
 
 
 def test_a_profile_with_media_engines_is_capped_under_the_device_plugins_name() -> None:
     spec = TenantNamespaceSpec.model_validate({"name": "team", "migQuota": {"1g.10gb.me": 2}})
-    caps = gpu_quota(spec, [pool(0, {"mode": "exclusive"})])
+    caps = gpu_quota(spec, [pool(0, {"mode": "exclusive"})], "1.35")
 
     # NVML's 1g.10gb+me, as k8s-device-plugin v0.20.0 names it (internal/rm/rm.go); its
     # sibling of the A100 40GB, which migQuota leaves out, at 0.
@@ -244,6 +251,83 @@ def test_quota_caps_mig_slices_of_a_mixed_pool_apart_from_replicas(mig_plan) -> 
         "requests.nvidia.com/gpu": "8",
         f"requests.{MIG_SLICE_RESOURCE}": "8",
     }
+
+
+# Kubernetes pkg/quota/v1/evaluator/core/resource_claims.go (v1.34 to v1.36): devices claimed
+# per class, `<class>.deviceclass.resource.k8s.io/devices`; the classes of NVIDIA's DRA driver
+# chart, nvidia-dra-driver-gpu v25.12.0 templates/deviceclass-gpu.yaml, deviceclass-mig.yaml,
+# deviceclass-vfio-gpu.yaml.
+NVIDIA_CLASSES_AT_0 = {
+    "gpu.nvidia.com.deviceclass.resource.k8s.io/devices": "0",
+    "mig.nvidia.com.deviceclass.resource.k8s.io/devices": "0",
+    "vfio.gpu.nvidia.com.deviceclass.resource.k8s.io/devices": "0",
+}
+
+
+def device_class_caps(caps: dict[str, str]) -> dict[str, str]:
+    return {k: v for k, v in caps.items() if ".deviceclass." in k}
+
+
+@pytest.mark.parametrize("version", ["1.34", "1.35", "1.36", "1.35.6-gke.1163000"])
+def test_nvidia_dra_classes_are_capped_at_0_without_dra_pools_from_1_34(version: str) -> None:
+    spec = TenantNamespaceSpec.model_validate({"name": "team", "gpuQuota": 4})
+
+    caps = gpu_quota(spec, [pool(0, {"mode": "exclusive"})], version)
+
+    assert device_class_caps(caps) == NVIDIA_CLASSES_AT_0
+
+
+def test_a_cluster_before_1_34_gets_no_device_class_caps() -> None:
+    spec = TenantNamespaceSpec.model_validate({"name": "team", "gpuQuota": 4})
+
+    # resource.k8s.io/v1, and with it per-class device quota, is served from 1.34.
+    caps = gpu_quota(spec, [pool(0, {"mode": "exclusive"})], "1.33")
+
+    assert device_class_caps(caps) == {}
+
+
+def plan_at(stack: str, version: str, monkeypatch: pytest.MonkeyPatch, **aws: Any) -> Plan:
+    """`stack` on an existing EKS cluster at Kubernetes `version`, its first pool's `aws`
+    settings updated with `aws`."""
+    monkeypatch.setattr(stand_ins_aws, "STAND_IN_KUBERNETES_VERSION", version)
+    config = stack_config(stack, PROJECT)
+    config["gpu-platform:pools"][0].setdefault("aws", {}).update(aws)
+    return run_program(stack, config=config, project=PROJECT)
+
+
+def test_an_auto_mode_stack_at_1_36_caps_nvidias_dra_classes_at_0(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # auto-dev has no DRA pool; "EKS Auto Mode includes the NVIDIA DRA driver in the node
+    # runtime on Kubernetes version 1.36 and later" (EKS user guide, "Use the NVIDIA DRA driver
+    # or device plugin on Amazon EKS").
+    plan = plan_at("auto-dev", "1.36", monkeypatch)
+
+    assert device_class_caps(hard(plan)) == NVIDIA_CLASSES_AT_0
+
+
+@pytest.mark.parametrize("minor", ["1.34", "1.35", "1.36"])
+def test_a_quota_capping_device_classes_validates_at_each_version_serving_dra(
+    monkeypatch: pytest.MonkeyPatch, minor: str
+) -> None:
+    found = quota(plan_at("auto-dev", minor, monkeypatch))
+
+    assert device_class_caps(found.inputs["spec"]["hard"]) == NVIDIA_CLASSES_AT_0
+    validate(manifest(found), minor)
+
+
+def test_an_eks_cluster_at_1_33_gets_no_device_class_caps(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The newest AL2023 release for 1.33 the platform knows (gpu_platform/driver_tables).
+    plan = plan_at("dev", "1.33", monkeypatch, amiReleaseVersion="1.33.13-20260714")
+
+    assert device_class_caps(hard(plan)) == {}
+
+
+def test_a_gke_cluster_at_1_33_gets_no_device_class_caps() -> None:
+    # The GKE stand-in's cluster runs 1.33.5-gke.1201000.
+    assert device_class_caps(hard(shared_plan("gke-dev"))) == {}
 
 
 def test_quota_of_zero_keeps_gpus_out(dev_config, plan_for) -> None:
