@@ -119,6 +119,9 @@ class NodeTemplate:
     assumed_allocatable: Mapping[str, Decimal] = field(default_factory=dict)
     """Of `capacity_only` resources, what the node would offer pods if the provisioner reserved
     what Karpenter does by default: an assumption, below which a pod is taken to fit."""
+    capacity_notes: Mapping[str, str] = field(default_factory=dict)
+    """Of `capacity_only` resources, what the figure a reason gives is, where it is not plainly
+    the node's capacity (Karpenter's pre-launch estimate)."""
 
 
 @dataclass(frozen=True)
@@ -574,8 +577,9 @@ def auto_mode_node_templates(
     with Auto Mode's labels, `eks.amazonaws.com/instance-*` and `eks.amazonaws.com/compute-type:
     auto` (create-node-pool.adoc), those of the table the instance data here lacks as
     `unknown_labels`, and the node's capacity: its vCPUs, its memory less Karpenter's VM
-    overhead (`_karpenter_memory`), its NVMe drives where it has them and otherwise the
-    NodeClass's `ephemeralStorage.size`, and 110 pods, with its NVIDIA GPUs and no EFA
+    overhead (`_karpenter_memory`), its ephemeral storage (its NVMe drives where they are larger
+    than the NodeClass's `ephemeralStorage.size`, else that size, with the smaller of the two
+    assumed where AWS's text leaves it open), and 110 pods, with its NVIDIA GPUs and no EFA
     interface. Auto Mode publishes neither its kube-reserved nor its eviction thresholds nor its
     max-pods formula, so those four are `capacity_only`."""
     prefix = AUTO_MODE_LABEL_PREFIX
@@ -588,18 +592,23 @@ def auto_mode_node_templates(
             or key.removeprefix(prefix) in _AUTO_MODE_INSTANCE_LABELS
         }
         instance_type = instance_types[template.labels[INSTANCE_TYPE_LABEL]]
-        # Where the instance has NVMe drives, Auto Mode puts pods' data on them alone, as one
-        # RAID 0 array, whatever the NodeClass's `ephemeralStorage.size`: with a smaller size it
-        # "formats and configures the NVMe local storage for ephemeral data use" beside a 20 GiB
-        # EBS data volume, with an equal or larger one it "skips the small EBS volume" and
-        # exposes the drives (awsdocs/amazon-eks-user-guide latest/ug/automode/
-        # automode-learn-instances.adoc, Considerations). Karpenter sizes such a node the same
-        # way under `instanceStorePolicy: RAID0` (aws/karpenter-provider-aws
-        # v1.14.1:pkg/providers/instancetype/types.go lines 371-375, `ephemeralStorage`).
-        if instance_type.instance_store_gb:
-            storage = Decimal(instance_type.instance_store_gb) * 10**9
+        size = quantity(node_class["spec"].get("ephemeralStorage", {}).get("size", "80Gi"))
+        nvme = Decimal(instance_type.instance_store_gb or 0) * 10**9
+        # AWS's two cases (awsdocs/amazon-eks-user-guide latest/ug/automode/
+        # automode-learn-instances.adoc, Considerations): where the NodeClass's
+        # `ephemeralStorage.size` "is smaller than the NVMe local storage", Auto Mode "formats
+        # and configures the NVMe local storage for ephemeral data use" beside a 20 GiB EBS data
+        # volume, so pods' data is on the drives; where it "equals or exceeds the local NVMe
+        # capacity", Auto Mode "skips the small EBS volume. The NVMe drive(s) are exposed
+        # directly for your workload", which reads as the drives holding pods' data or as a
+        # `size` volume holding it beside raw drives. Between the two figures fit cannot say:
+        # the larger is the capacity, above which no reading lets the pod in, and the smaller
+        # the assumed allocatable's basis. Without drives, the `size` volume (80Gi unset,
+        # create-node-class.adoc).
+        if 0 < nvme <= size:
+            storage, storage_basis = size, nvme
         else:
-            storage = quantity(node_class["spec"].get("ephemeralStorage", {}).get("size", "80Gi"))
+            storage = storage_basis = max(size, nvme)
         capacity = {
             "cpu": Decimal(instance_type.vcpus),
             "memory": Decimal(_karpenter_memory_mib(instance_type)) * 2**20,
@@ -613,11 +622,15 @@ def auto_mode_node_templates(
         assumed = {
             "cpu": template.resources["cpu"],
             "memory": capacity["memory"] - (11 * _AUTO_MODE_MOST_PODS + 255 + 100) * 2**20,
-            "ephemeral-storage": capacity["ephemeral-storage"]
-            - 2**30
-            - math.ceil(capacity["ephemeral-storage"] / 10),
+            "ephemeral-storage": storage_basis - 2**30 - math.ceil(storage_basis / 10),
             "pods": capacity["pods"],
         }
+        notes = {"memory": "Karpenter's pre-launch estimate of its capacity"}
+        if storage_basis < storage:
+            notes["ephemeral-storage"] = (
+                "its NodeClass's ephemeralStorage.size, which AWS's text leaves open to holding"
+                f" pods' data in place of its {instance_type.instance_store_gb} GB of NVMe"
+            )
         templates.append(
             replace(
                 template,
@@ -630,6 +643,7 @@ def auto_mode_node_templates(
                 unknown_labels=frozenset(prefix + label for label in _AUTO_MODE_UNKNOWN_LABELS),
                 capacity_only=frozenset(capacity),
                 assumed_allocatable=assumed,
+                capacity_notes=notes,
             )
         )
     return templates
@@ -967,7 +981,8 @@ def _why_not(pod: PodSpec, template: NodeTemplate) -> Iterable[str]:
             if taken.get(name):
                 has += f", {format_quantity(name, taken[name])} of it for the template's own pods"
             if name in template.capacity_only:
-                has += " (its capacity, before what the provisioner reserves and does not publish)"
+                note = template.capacity_notes.get(name, "its capacity")
+                has += f" ({note}, before what the provisioner reserves and does not publish)"
             yield has
     # The scheduler's NodeResourcesFit counts pods against the node's `pods` too.
     most_pods = template.resources.get("pods")

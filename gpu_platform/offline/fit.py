@@ -165,12 +165,19 @@ def _unsure(
                 " those labels, so it does not judge them"
             )
         if fit.pool in by_capacity:
+            storage = (
+                "; of ephemeral storage, where the NodeClass's ephemeralStorage.size is at least"
+                " the instance's NVMe, the smaller of the two (AWS leaves open which holds pods'"
+                " data)"
+                if "ephemeral-storage" in by_capacity[fit.pool]
+                else ""
+            )
             unsure.append(
                 f"{fit.pool}: cannot say it fits once EKS Auto Mode has reserved its share of"
                 f" the node's {', '.join(by_capacity[fit.pool])}: it fits the node's capacity,"
                 " not what the node would offer under Karpenter v1.14.1's default kube-reserved"
                 " and eviction thresholds (assumed: Auto Mode publishes no kube-reserved,"
-                " eviction threshold or max-pods)"
+                f" eviction threshold or max-pods{storage})"
             )
     return unsure
 

@@ -14,6 +14,7 @@ from gpu_platform.fit import (
     NodeTemplate,
     admitted,
     auto_mode_node_templates,
+    capacity_bound,
     fits,
     fitting_pools,
     format_quantity,
@@ -1119,8 +1120,8 @@ def test_auto_mode_memory_is_what_karpenter_leaves_after_the_vm_overhead() -> No
     assert template.resources["memory"] == Decimal(15155 * 2**20)
     assert fits(gpu_tolerating_pod(memory="15155Mi"), [template])[0].fits
     assert fits(gpu_tolerating_pod(memory="15156Mi"), [template])[0].reasons == (
-        "NodeResourcesFit: asks for 15156Mi memory; a node has 15155Mi (its capacity, before"
-        " what the provisioner reserves and does not publish)",
+        "NodeResourcesFit: asks for 15156Mi memory; a node has 15155Mi (Karpenter's pre-launch"
+        " estimate of its capacity, before what the provisioner reserves and does not publish)",
     )
 
 
@@ -1137,12 +1138,54 @@ def test_auto_mode_memory_assumed_allocatable_is_taken_from_karpenters_figure() 
     assert assumed == Decimal((15155 - 1210 - 255 - 100) * 2**20)
 
 
-def test_auto_mode_ephemeral_storage_is_the_nvme_array_whatever_the_node_class_size() -> None:
-    # A g6.xlarge's 250 GB NVMe drive holds pods' data; the NodeClass's 500Gi EBS size, larger
-    # than the drive, does not (automode-learn-instances.adoc, Considerations).
-    template = auto_mode_template(G6, ephemeralStorage={"size": "500Gi"})
+# automode-learn-instances.adoc, Considerations: a NodeClass's `ephemeralStorage.size` "smaller
+# than the NVMe local storage": Auto Mode "formats and configures the NVMe local storage for
+# ephemeral data use"; a size that "equals or exceeds the local NVMe capacity": it "skips the
+# small EBS volume. The NVMe drive(s) are exposed directly for your workload", open to the drives
+# or the size's volume holding pods' data.
 
-    assert template.resources["ephemeral-storage"] == Decimal(250 * 10**9)
+
+def test_auto_mode_ephemeral_storage_below_a_smaller_node_class_size_is_the_nvme_array() -> None:
+    # A g6.xlarge's 250 GB NVMe drive against 200Gi (214.7 GB).
+    template = auto_mode_template(G6, ephemeralStorage={"size": "200Gi"})
+
+    # 250 GB less Karpenter's 1Gi kube-reserved and 10% eviction threshold.
+    assert (
+        template.resources["ephemeral-storage"],
+        template.assumed_allocatable["ephemeral-storage"],
+    ) == (Decimal(250 * 10**9), Decimal(250 * 10**9 - 2**30 - 25 * 10**9))
+    pod = gpu_tolerating_pod(**{"ephemeral-storage": "220G"})
+    assert fits(pod, [template])[0].fits
+    assert capacity_bound(pod, template) == []
+
+
+def test_auto_mode_ephemeral_storage_between_the_nvme_and_a_larger_size_cannot_be_said() -> None:
+    # 300Gi is above the 250 GB drive and within the NodeClass's 500Gi.
+    template = auto_mode_template(G6, ephemeralStorage={"size": "500Gi"})
+    pod = gpu_tolerating_pod(**{"ephemeral-storage": "300Gi"})
+
+    assert fits(pod, [template])[0].fits
+    assert capacity_bound(pod, template) == ["ephemeral-storage"]
+
+
+def test_auto_mode_ephemeral_storage_below_both_readings_fits() -> None:
+    # 200G is within the 250 GB drive less Karpenter's 1Gi and 10% (223.9 GB).
+    template = auto_mode_template(G6, ephemeralStorage={"size": "500Gi"})
+    pod = gpu_tolerating_pod(**{"ephemeral-storage": "200G"})
+
+    assert fits(pod, [template])[0].fits
+    assert capacity_bound(pod, template) == []
+
+
+def test_auto_mode_ephemeral_storage_above_a_larger_size_does_not_fit() -> None:
+    template = auto_mode_template(G6, ephemeralStorage={"size": "500Gi"})
+    pod = gpu_tolerating_pod(**{"ephemeral-storage": "501Gi"})
+
+    assert fits(pod, [template])[0].reasons == (
+        "NodeResourcesFit: asks for 501Gi ephemeral-storage; a node has 500Gi (its NodeClass's"
+        " ephemeralStorage.size, which AWS's text leaves open to holding pods' data in place of"
+        " its 250 GB of NVMe, before what the provisioner reserves and does not publish)",
+    )
 
 
 @pytest.mark.parametrize(

@@ -10,6 +10,10 @@ import yaml
 from typer.testing import CliRunner
 
 from gpu_platform.cli.app import app
+from gpu_platform.offline import fit as offline_fit
+from gpu_platform.stack_files import stack_config
+from tests.repository import PROJECT
+from tests.shared_plans import shared_plan
 
 SMOKE_TEST_POD: dict[str, Any] = {
     "apiVersion": "v1",
@@ -287,3 +291,25 @@ def test_a_pod_claiming_gpus_through_dra_fits_no_pool_of_a_stack_without_dra_poo
     assert "it claims devices through DRA (spec.resourceClaims), and the pool's GPUs are" in (
         " ".join(output.split())
     )
+
+
+def test_a_pod_between_the_nvme_and_a_larger_node_class_size_fits_by_capacity_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # auto-dev with l40s's NodeClass at 500Gi, above a g6e.xlarge's 250 GB NVMe (EC2): AWS's
+    # automode-learn-instances.adoc leaves open whether the drives or that volume hold pods' data.
+    config = stack_config("auto-dev", PROJECT)
+    config["gpu-platform:pools"][1]["diskSizeGib"] = 500
+    monkeypatch.setattr(offline_fit, "program_plan", lambda *_: shared_plan("auto-dev", config))
+    pod = auto_mode_pod("1")
+    pod["spec"]["nodeSelector"]["node.kubernetes.io/instance-type"] = "g6e.xlarge"
+    pod["spec"]["containers"][0]["resources"]["requests"]["ephemeral-storage"] = "300Gi"
+
+    code, output = run_fit(tmp_path, pod, stack="auto-dev")
+
+    assert code == 0, output
+    assert (
+        "(assumed: Auto Mode publishes no kube-reserved, eviction threshold or max-pods; of"
+        " ephemeral storage, where the NodeClass's ephemeralStorage.size is at least the"
+        " instance's NVMe, the smaller of the two (AWS leaves open which holds pods' data))"
+    ) in " ".join(output.split())
