@@ -34,12 +34,19 @@ _WHY = "with provisioner eks-auto-mode"
 _POOL_OPTIONS: Mapping[str, str] = {
     "ami_release_version": "Auto Mode runs its own AMIs, which it replaces itself (about once a"
     " week, through drift), with their own NVIDIA driver",
-    # AWS's guide ("Manage EFA devices on Amazon EKS") has Auto Mode attach EFA interfaces by
-    # itself, to nodes it starts for pods that request `vpc.amazonaws.com/efa`, without
-    # placement groups; what the platform sets up for `aws.efa` (interfaces per device, the
-    # security group, the EFA device plugin's pool) has no Auto Mode counterpart yet.
-    "efa": "Auto Mode's NodeClass has no network interface settings to give nodes EFA"
-    " interfaces by, and the platform does not set up EFA on Auto Mode pools yet",
+    # AWS's guide ("Manage EFA devices on Amazon EKS") has Auto Mode attach EFA interfaces to
+    # nodes it starts for pods that request `vpc.amazonaws.com/efa`; its newer versions give the
+    # Auto Mode NodeClass `advancedNetworking.networkInterfaces` (`interfaceType: efa-only`) and
+    # `placementGroupSelector`, and Auto Mode the EFA DRA driver (DRANET) from Kubernetes 1.36
+    # ("Manage hardware devices on Amazon EKS"). The NodeClass schema the platform pins
+    # (crd_schemas/eks-auto-mode-docs-nodeclasses.eks.amazonaws.com.json, from create-node-class
+    # .adoc's "Node Class Specification") has neither field: its `advancedNetworking` holds only
+    # `httpsProxy` and `noProxy`. What the platform sets up for `aws.efa` (interfaces per device,
+    # the security group, the EFA device plugin's pool) has no Auto Mode counterpart yet.
+    "efa": "the platform does not build EFA on Auto Mode pools yet: it renders no NodeClass"
+    " advancedNetworking.networkInterfaces or placementGroupSelector (which AWS's newer guide"
+    " gives Auto Mode and the NodeClass schema the platform pins lacks), and runs no EFA device"
+    " plugin or DRA driver on Auto Mode nodes",
     "metadata_hop_limit": "Auto Mode's NodeClass has no instance metadata settings",
     "local_nvme": "Auto Mode's NodeClass has no instance store setting",
     "node_group_per_zone": "there are no node groups; Auto Mode picks each node's zone among the"

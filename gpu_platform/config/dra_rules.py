@@ -119,8 +119,9 @@ def _pool_problems(config: StackConfig, i: int, pool: GpuPoolSpec) -> Iterator[C
     if config.uses_auto_mode:
         # AWS's guide said "DRA is not currently supported with EKS Auto Mode" until it added,
         # for Kubernetes 1.36 and later, an NVIDIA DRA driver of Auto Mode's own in the node
-        # runtime, with Auto Mode keeping its device plugin and that driver off each other's
-        # GPUs (EKS user guide, "Use the NVIDIA DRA driver or device plugin on Amazon EKS").
+        # runtime, one or the other per node: Auto Mode "prevents the DRA driver and the device
+        # plugin from managing GPUs on the same node" (EKS user guide, "Use the NVIDIA DRA
+        # driver or device plugin on Amazon EKS").
         # The platform's DRA pools run NVIDIA's driver chart, which Auto Mode leaves no place
         # for, and it does not build pools on Auto Mode's own driver yet.
         yield ConfigProblem(
