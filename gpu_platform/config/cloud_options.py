@@ -129,15 +129,17 @@ class EksPoolOptions(Model):
     else `karpenter.consolidateAfterMinutes`."""
     drift_window: DriftWindow | None = None
     """EKS Auto Mode: when the pool's nodes may be replaced for drift, which Auto Mode's own AMI
-    releases (about weekly) cause, as do the stack's changes to the pool's NodePool or NodeClass
-    (labels, taints, requirements, NodeClass fields) and a Kubernetes version upgrade of the
-    control plane: `{schedule: "0 2 * * 6", duration: "4h"}` starts them only in that window,
-    each Saturday from 02:00 UTC, `maxUnavailablePercent` at a time. Unset, no drifted node is
-    ever replaced: new AMIs, the stack's changes and a new Kubernetes version all reach the
-    pool as its nodes expire (21 days at most) or go empty, and `gpu-platform plan` warns. A
-    node being replaced has its pods, `karpenter.sh/do-not-disrupt` ones included, deleted
-    `karpenter.terminationGracePeriodHours` later, window or not (docs/eks-auto-mode.md, Node
-    updates)."""
+    releases (about weekly) cause, as do the stack's changes to the pool's NodePool (its labels,
+    taints, startup taints, requirements, `terminationGracePeriod`, `expireAfter`) or NodeClass:
+    `{schedule: "0 2 * * 6", duration: "4h"}` starts them only in that window, each Saturday
+    from 02:00 UTC, `maxUnavailablePercent` at a time. After a Kubernetes version upgrade of the
+    control plane, AWS says Auto Mode replaces nodes as they expire; whether it drifts them too,
+    which a window would hold, is not published. Unset, no drifted node is ever replaced: the
+    pool's nodes leave only as they expire, 21 days after they start, paced by no disruption
+    budget (nodes started together leave together), or, where the pool consolidates, once
+    empty; `gpu-platform plan` warns. A node being replaced has its pods,
+    `karpenter.sh/do-not-disrupt` ones included, deleted `karpenter.terminationGracePeriodHours`
+    later, window or not (docs/eks-auto-mode.md, Node updates)."""
     node_repair: bool = True
     """Have EKS replace or reboot the pool's nodes that turn unhealthy (kubelet `NotReady`, and
     through the node monitoring agent, `AcceleratedHardwareReady=False`: GPU XIDs, double-bit

@@ -16,8 +16,8 @@ WEEK_MINUTES = 7 * DAY_MINUTES
 class DriftWindow(Model):
     """A recurring window, in UTC, in which Auto Mode may start replacing the pool's drifted
     nodes, whatever drifted them (a new Auto Mode AMI, the stack's change to the pool's NodePool
-    or NodeClass, a Kubernetes version upgrade); outside it none is started (a drain begun
-    inside it runs to its end)."""
+    or NodeClass); outside it none is started (a drain begun inside it runs to its end). Expiry
+    is not drift: a node still leaves 21 days after it started, window or not."""
 
     schedule: DailyOrWeeklyCron
     """When the window opens, in cron's `minute hour * * day-of-week` (UTC, day 0 is Sunday):

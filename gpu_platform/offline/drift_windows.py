@@ -1,7 +1,7 @@
 """What a plan warns of for EKS Auto Mode pools without a drift window (`aws.driftWindow`): their
-NodePool blocks drift at all times, so whatever drifts their nodes, Auto Mode's AMI releases, the
-stack's own changes to the pool's NodePool or NodeClass, a Kubernetes version upgrade, reaches
-them only as the nodes expire or go empty."""
+NodePool blocks drift at all times, so whatever drifts their nodes (Auto Mode's AMI releases, the
+stack's own changes to the pool's NodePool or NodeClass) reaches them only as the nodes expire,
+which no disruption budget paces, or, where the pool consolidates, go empty."""
 
 from gpu_platform.offline.program import Plan
 
@@ -27,17 +27,19 @@ def closed_drift_windows(plan: Plan) -> list[str]:
         group = spec["template"]["spec"]["nodeClassRef"]["group"]
         if group == NODE_CLASS_GROUP and _CLOSED in spec["disruption"]["budgets"]:
             name = pool.inputs["metadata"]["name"]
-            # Karpenter drifts a node on a change to its NodePool's template or requirements
-            # (kubernetes-sigs/karpenter v1.14.1:pkg/controllers/nodeclaim/disruption/drift.go
-            # lines 86-114) as well as on a new AMI, which a control-plane upgrade brings: the
-            # closed budget holds back every one of them.
+            # Karpenter deletes an expired NodeClaim whatever the budgets say, which bind only
+            # its disruption methods (kubernetes-sigs/karpenter v1.14.1:pkg/controllers/
+            # nodeclaim/expiration/controller.go lines 70-82): without a window, expiry is how
+            # every node leaves, nodes started together at once. A pool that never consolidates
+            # (a capacity-block pool, a reserved one without on-demand fallback) loses none empty.
+            empty = spec["disruption"].get("consolidateAfter") != "Never"
             warnings.append(
                 f"pool {name} has no drift window (aws.driftWindow): no drifted node of it is"
-                " replaced, so Auto Mode's AMI releases (about weekly), the stack's own changes"
-                " to the pool's NodePool or NodeClass (its labels, taints, requirements or"
-                " NodeClass fields) and the new Kubernetes version after a control-plane upgrade"
-                " all reach its nodes only as they expire (21 days at most) or go empty. Set"
-                ' pools[].aws.driftWindow, e.g. {schedule: "0 2 * * 6", duration: "4h"}, to have'
-                " them replaced in that window instead (docs/eks-auto-mode.md, Node updates)."
+                " replaced, so its nodes leave only as they expire, 21 days after they start,"
+                " paced by no disruption budget (nodes started together leave together)"
+                + (", or once empty" if empty else "")
+                + '. Set pools[].aws.driftWindow, e.g. {schedule: "0 2 * * 6", duration: "4h"},'
+                " to have drifted nodes replaced in that window instead (docs/eks-auto-mode.md,"
+                " Node updates)."
             )
     return warnings

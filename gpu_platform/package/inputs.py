@@ -430,8 +430,8 @@ Node (docs/node-validation.md)."""
 class DriftWindowArgs(TypedDict, total=False):
     """A recurring window, in UTC, in which Auto Mode may start replacing the pool's drifted
     nodes, whatever drifted them (a new Auto Mode AMI, the stack's change to the pool's NodePool
-    or NodeClass, a Kubernetes version upgrade); outside it none is started (a drain begun
-    inside it runs to its end)."""
+    or NodeClass); outside it none is started (a drain begun inside it runs to its end). Expiry
+    is not drift: a node still leaves 21 days after it started, window or not."""
 
     schedule: Required[str]
     """When the window opens, in cron's `minute hour * * day-of-week` (UTC, day 0 is Sunday):
@@ -495,15 +495,17 @@ without `onDemandFallback` (their capacity is paid for whether a node runs on it
 else `karpenter.consolidateAfterMinutes`."""
     drift_window: DriftWindowArgs
     """EKS Auto Mode: when the pool's nodes may be replaced for drift, which Auto Mode's own AMI
-releases (about weekly) cause, as do the stack's changes to the pool's NodePool or NodeClass
-(labels, taints, requirements, NodeClass fields) and a Kubernetes version upgrade of the
-control plane: `{schedule: "0 2 * * 6", duration: "4h"}` starts them only in that window,
-each Saturday from 02:00 UTC, `maxUnavailablePercent` at a time. Unset, no drifted node is
-ever replaced: new AMIs, the stack's changes and a new Kubernetes version all reach the
-pool as its nodes expire (21 days at most) or go empty, and `gpu-platform plan` warns. A
-node being replaced has its pods, `karpenter.sh/do-not-disrupt` ones included, deleted
-`karpenter.terminationGracePeriodHours` later, window or not (docs/eks-auto-mode.md, Node
-updates)."""
+releases (about weekly) cause, as do the stack's changes to the pool's NodePool (its labels,
+taints, startup taints, requirements, `terminationGracePeriod`, `expireAfter`) or NodeClass:
+`{schedule: "0 2 * * 6", duration: "4h"}` starts them only in that window, each Saturday
+from 02:00 UTC, `maxUnavailablePercent` at a time. After a Kubernetes version upgrade of the
+control plane, AWS says Auto Mode replaces nodes as they expire; whether it drifts them too,
+which a window would hold, is not published. Unset, no drifted node is ever replaced: the
+pool's nodes leave only as they expire, 21 days after they start, paced by no disruption
+budget (nodes started together leave together), or, where the pool consolidates, once
+empty; `gpu-platform plan` warns. A node being replaced has its pods,
+`karpenter.sh/do-not-disrupt` ones included, deleted `karpenter.terminationGracePeriodHours`
+later, window or not (docs/eks-auto-mode.md, Node updates)."""
     node_repair: bool
     """Have EKS replace or reboot the pool's nodes that turn unhealthy (kubelet `NotReady`, and
 through the node monitoring agent, `AcceleratedHardwareReady=False`: GPU XIDs, double-bit
