@@ -28,15 +28,23 @@ them, or, not declared there, one of the platform's own claim templates, `gpu-<m
 claims one GPU (gpu_platform/kubernetes/dra_devices.py; every tenant namespace of a stack with
 DRA pools has one per model). A claim of `All` is not counted: `gpu-claims` refuses it. A claim
 the pack does not know counts nothing. The GPUs the pod counts as resources are added.
+
+`gpu-claiming-pods-tolerate-gpu-taints` holds a pod that claims GPUs so (a claim the pack knows
+to take GPUs) to tolerating the GPU nodes' taint `nvidia.com/gpu=present:NoSchedule` and the DRA
+pools' own, `gpu-platform.io/allocation=dra:NoSchedule`, which every node with DRA GPUs carries
+(gpu_platform/node_identity.py). The ExtendedResourceToleration admission plugin adds a
+toleration only for an extended resource a container requests
+(kubernetes plugin/pkg/admission/extendedresourcetoleration), never for a claim: without both,
+the pod stays pending with no pool to scale up for it.
 """
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
 from checks import Findings, resource_policy
-from gpu_workloads import MAX_GPUS_PER_POD, pod_gpus
+from gpu_workloads import GPU_TAINT, MAX_GPUS_PER_POD, pod_gpus, tolerates
 from pods import Container, Pod, pods_of
 from props import elements, indexed, number, shown, text
 from pulumi_policy import (
@@ -225,7 +233,8 @@ def claim_problems(args: ResourceValidationArgs) -> Iterator[str]:
 MAX_CLAIMED_NAME = "gpu-pods-max-claimed-gpus"
 
 
-def pod_claim_problems(pod: Pod, claims: StackClaims, allowed: int) -> Iterator[str]:
+def pod_claim_problems(pod: Pod, claims: StackClaims, config: Mapping[str, Any]) -> Iterator[str]:
+    allowed = MAX_GPUS_PER_POD.read(config)
     claimed = [gpus for gpus in claims.of_pod(pod).values() if gpus]
     if not claimed:
         return
@@ -241,18 +250,49 @@ def pod_claim_problems(pod: Pod, claims: StackClaims, allowed: int) -> Iterator[
         )
 
 
-def validate_claimed_gpus(args: StackValidationArgs, report_violation: ReportViolation) -> None:
-    with Findings(MAX_CLAIMED_NAME, "the stack", report_violation) as findings:
+TOLERATIONS_NAME = "gpu-claiming-pods-tolerate-gpu-taints"
+# gpu_platform/node_identity.py, DRA_TAINT (a test keeps them equal).
+DRA_TAINT = ("gpu-platform.io/allocation", "dra")
+
+
+def pod_toleration_problems(pod: Pod, claims: StackClaims) -> Iterator[str]:
+    if not claims.gpu_claims(pod):
+        return
+    tolerations = elements(pod.spec, "tolerations")
+    taints = [tuple(GPU_TAINT.split(":")[0].split("=")), DRA_TAINT]
+    missing = [
+        f"{key}={value}:NoSchedule"
+        for key, value in taints
+        if not any(tolerates(t, key, value) for t in tolerations)
+    ]
+    if missing:
+        yield (
+            f"the pod claims GPUs through DRA ({pod.spec_field('resourceClaims')}) but does not"
+            f" tolerate {' or '.join(missing)} ({pod.spec_field('tolerations')}), which every"
+            " node with DRA GPUs carries; no admission plugin adds a toleration for a claim, so"
+            " it would stay pending. Fix: add the tolerations of the stack's gpuModels output"
+            " for the model it claims."
+        )
+
+
+def _validate_claiming_pods(
+    name: str,
+    problems: Callable[[Pod, StackClaims, Mapping[str, Any]], Iterator[str]],
+    args: StackValidationArgs,
+    report_violation: ReportViolation,
+) -> None:
+    """`problems(pod, claims, config)` for every complete pod of the stack."""
+    with Findings(name, "the stack", report_violation) as findings:
         claims = findings.known("the stack's claims", partial(StackClaims.of, args.resources))
         if claims is None:
             return
-        allowed = MAX_GPUS_PER_POD.read(args.get_config())
+        config = args.get_config()
         for resource in args.resources:
             for pod in pods_of(resource.resource_type, resource.props):
                 if not pod.partial:
                     findings.check(
                         f"the claims of {resource.urn}",
-                        partial(pod_claim_problems, pod, claims, allowed),
+                        partial(problems, pod, claims, config),
                         resource.urn,
                     )
 
@@ -271,8 +311,19 @@ POLICIES = [
         description="A pod claims no more GPUs through DRA (with those it counts) than"
         " maxGpusPerPod: the claims and claim templates of the stack it names, and the"
         " platform's gpu-<model> templates, one GPU each.",
-        validate=validate_claimed_gpus,
+        validate=partial(_validate_claiming_pods, MAX_CLAIMED_NAME, pod_claim_problems),
         enforcement_level=EnforcementLevel.MANDATORY,
         config_schema=config_schema(MAX_GPUS_PER_POD),
+    ),
+    StackValidationPolicy(
+        name=TOLERATIONS_NAME,
+        description="A pod that claims GPUs through DRA tolerates the GPU nodes' taint and the"
+        " DRA pools' taint, which no admission plugin adds for a claim.",
+        validate=partial(
+            _validate_claiming_pods,
+            TOLERATIONS_NAME,
+            lambda pod, claims, _config: pod_toleration_problems(pod, claims),
+        ),
+        enforcement_level=EnforcementLevel.MANDATORY,
     ),
 ]

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from gpu_platform.kubernetes.dra_devices import claim_template_name
+from gpu_platform.node_identity import DRA_TAINT
 from gpu_platform.offline.analyzer import PACK_DIR
 from gpu_platform.offline.program import PlannedResource
 from tests.gpu_platform.policy_pack.builders import (
@@ -249,3 +250,71 @@ def test_the_pack_knows_the_platforms_claim_templates_by_name() -> None:
     ]
 
     assert claim_template_name("l4") == prefix + "l4"
+
+
+# --- gpu-claiming-pods-tolerate-gpu-taints ----------------------------------------------------
+
+TOLERATE = "gpu-claiming-pods-tolerate-gpu-taints"
+# gpu_platform/node_identity.py: every GPU node's taint, and every DRA pool's node's own.
+GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Equal", "value": "present"}
+DRA_TOLERATION = {"key": "gpu-platform.io/allocation", "operator": "Exists"}
+
+
+def tolerating(*tolerations: dict[str, str], template: str = "gpu-l4") -> PlannedResource:
+    pod = claiming_pod(*from_template(template, 1))
+    pod.inputs["spec"]["tolerations"] = list(tolerations)
+    return pod
+
+
+def test_a_claiming_pod_tolerating_both_taints_passes(analyze: Analyze) -> None:
+    verdicts = analyze(tolerating(GPU_TOLERATION, DRA_TOLERATION))
+
+    assert messages(verdicts, TOLERATE) == []
+
+
+def test_a_claiming_pod_tolerating_every_taint_passes(analyze: Analyze) -> None:
+    assert messages(analyze(tolerating({"operator": "Exists"})), TOLERATE) == []
+
+
+@pytest.mark.parametrize(
+    ("tolerations", "missing"),
+    [
+        ((), "nvidia.com/gpu=present:NoSchedule or gpu-platform.io/allocation=dra:NoSchedule"),
+        ((GPU_TOLERATION,), "gpu-platform.io/allocation=dra:NoSchedule"),
+        ((DRA_TOLERATION,), "nvidia.com/gpu=present:NoSchedule"),
+        (
+            (GPU_TOLERATION, {**DRA_TOLERATION, "effect": "NoExecute"}),
+            "gpu-platform.io/allocation=dra:NoSchedule",
+        ),
+    ],
+    ids=["neither", "not the DRA taint", "not the GPU taint", "the DRA taint's other effect"],
+)
+def test_a_claiming_pod_missing_a_toleration_is_refused(
+    analyze: Analyze, tolerations: tuple[dict[str, str], ...], missing: str
+) -> None:
+    verdicts = analyze(tolerating(*tolerations))
+
+    assert messages(verdicts, TOLERATE) == [
+        "the pod claims GPUs through DRA (spec.resourceClaims) but does not tolerate"
+        f" {missing} (spec.tolerations), which every node with DRA GPUs carries; no admission"
+        " plugin adds a toleration for a claim, so it would stay pending. Fix: add the"
+        " tolerations of the stack's gpuModels output for the model it claims."
+    ]
+
+
+def test_a_pod_claiming_other_devices_needs_no_gpu_toleration(analyze: Analyze) -> None:
+    nics = declared(exactly("nic.example.com"), name="nics")
+
+    assert messages(analyze(nics, tolerating(template="nics")), TOLERATE) == []
+
+
+def test_the_pack_names_the_dra_taint_the_platform_sets() -> None:
+    source = ast.parse((PACK_DIR / "gpu_claims.py").read_text())
+    (taint,) = [
+        ast.literal_eval(node.value)
+        for node in source.body
+        if isinstance(node, ast.Assign)
+        and any(getattr(t, "id", None) == "DRA_TAINT" for t in node.targets)
+    ]
+
+    assert (DRA_TAINT.key, DRA_TAINT.value, DRA_TAINT.effect) == (*taint, "NoSchedule")
