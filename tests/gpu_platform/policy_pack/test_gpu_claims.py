@@ -240,16 +240,21 @@ def test_a_pod_of_a_workload_is_judged(analyze: Analyze) -> None:
     ]
 
 
-def test_the_pack_knows_the_platforms_claim_templates_by_name() -> None:
+def pack_constant(name: str) -> Any:
+    """The value of the pack module's constant `name`, read from its source: the pack runs in a
+    process of its own, its modules importable only from its directory."""
     source = ast.parse((PACK_DIR / "gpu_claims.py").read_text())
-    (prefix,) = [
+    (value,) = [
         ast.literal_eval(node.value)
         for node in source.body
         if isinstance(node, ast.Assign)
-        and any(getattr(t, "id", None) == "PLATFORM_TEMPLATE_PREFIX" for t in node.targets)
+        and any(getattr(t, "id", None) == name for t in node.targets)
     ]
+    return value
 
-    assert claim_template_name("l4") == prefix + "l4"
+
+def test_the_pack_knows_the_platforms_claim_templates_by_name() -> None:
+    assert claim_template_name("l4") == pack_constant("PLATFORM_TEMPLATE_PREFIX") + "l4"
 
 
 # --- gpu-claiming-pods-tolerate-gpu-taints ----------------------------------------------------
@@ -309,12 +314,6 @@ def test_a_pod_claiming_other_devices_needs_no_gpu_toleration(analyze: Analyze) 
 
 
 def test_the_pack_names_the_dra_taint_the_platform_sets() -> None:
-    source = ast.parse((PACK_DIR / "gpu_claims.py").read_text())
-    (taint,) = [
-        ast.literal_eval(node.value)
-        for node in source.body
-        if isinstance(node, ast.Assign)
-        and any(getattr(t, "id", None) == "DRA_TAINT" for t in node.targets)
-    ]
+    taint = pack_constant("DRA_TAINT")
 
     assert (DRA_TAINT.key, DRA_TAINT.value, DRA_TAINT.effect) == (*taint, "NoSchedule")

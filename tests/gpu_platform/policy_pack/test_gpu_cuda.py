@@ -110,15 +110,18 @@ def test_a_newer_minor_release_than_r580_runs_is_advisory(analyze: Analyze) -> N
 # --- The messages ---------------------------------------------------------------------------
 
 
+CUDA_13_ON_R535 = (
+    f'container "app" needs CUDA 13.0 (image {CUDA_13_0}), but pool "l4" runs NVIDIA'
+    " driver 535.288.01, which runs CUDA 12.2 natively and CUDA 12.x at most without"
+    " NVIDIA's forward compatibility package: a CUDA 13 application fails at its first CUDA"
+    " call. Fix: use an image built for CUDA 12.x, or a pool with a newer driver."
+)
+
+
 def test_the_refusal_names_both_releases_and_the_fix(analyze: Analyze) -> None:
     verdicts = analyze(pool(R535), pod(CUDA_13_0))
 
-    assert messages(verdicts, POLICY) == [
-        f'container "app" needs CUDA 13.0 (image {CUDA_13_0}), but pool "l4" runs NVIDIA'
-        " driver 535.288.01, which runs CUDA 12.2 natively and CUDA 12.x at most without"
-        " NVIDIA's forward compatibility package: a CUDA 13 application fails at its first CUDA"
-        " call. Fix: use an image built for CUDA 12.x, or a pool with a newer driver."
-    ]
+    assert messages(verdicts, POLICY) == [CUDA_13_ON_R535]
 
 
 def test_the_advisory_names_what_minor_version_compatibility_limits(analyze: Analyze) -> None:
@@ -543,12 +546,7 @@ def claiming_pod(
 def test_a_container_claiming_a_gpu_is_held_to_its_pools_driver(analyze: Analyze) -> None:
     verdicts = analyze(pool(R535), claiming_pod(CUDA_13_0))
 
-    assert messages(verdicts, POLICY) == [
-        f'container "app" needs CUDA 13.0 (image {CUDA_13_0}), but pool "l4" runs NVIDIA'
-        " driver 535.288.01, which runs CUDA 12.2 natively and CUDA 12.x at most without"
-        " NVIDIA's forward compatibility package: a CUDA 13 application fails at its first CUDA"
-        " call. Fix: use an image built for CUDA 12.x, or a pool with a newer driver."
-    ]
+    assert messages(verdicts, POLICY) == [CUDA_13_ON_R535]
 
 
 def test_a_container_claiming_a_gpu_gets_the_minor_compatibility_advisory(
