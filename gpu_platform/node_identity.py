@@ -228,8 +228,17 @@ def node_identity_for(
     return NodeIdentity(
         labels=labels,
         taints=(GPU_TAINT, *extra_taints),
-        # A DRA pool's GPUs are devices in ResourceSlices, no extended resource.
-        resources={}
+        # A DRA pool's GPUs are devices in ResourceSlices: its nodes advertise no
+        # `nvidia.com/gpu`. Said as 0, as a MIG pool's, since the cluster autoscaler's AWS
+        # template node otherwise takes the instance type's physical GPUs as `nvidia.com/gpu`
+        # before the group's resource tags override it (kubernetes/autoscaler
+        # cluster-autoscaler-1.35.2 cloudprovider/aws/aws_manager.go `buildNodeFromTemplate`,
+        # lines 285 and 290-294, as at 1.36.1; lines 280 and 285-289 at 1.33.6 and 1.34.5), and
+        # would plan a node for a pod counting GPUs that no DRA node can take. A pod claiming a
+        # GPU is planned on a running node of the group, its ResourceSlices included, which the
+        # tag does not change; a template from the tags carries no devices either way
+        # (docs/dra.md).
+        resources={GPU_RESOURCE: 0}
         if pool.allocation == "dra"
         else advertised_resources(pool.sharing, gpu, sharer),
         cloud_taints=cloud_taints,

@@ -93,7 +93,7 @@ def test_a_karpenter_stacks_pools_export_the_annotation_karpenter_reads() -> Non
     assert {json.dumps(p["workload"]["deploymentAnnotations"]) for p in pools.values()} == {"{}"}
 
 
-@pytest.mark.parametrize("stack", ["dev", "gke-dev", "prod", "karpenter-dev"])
+@pytest.mark.parametrize("stack", ["dev", "gke-dev", "prod", "karpenter-dev", "dra-dev"])
 def test_helm_release_namespaces_are_where_the_stack_installs_releases(stack: str) -> None:
     # The namespaces in which a preview must read Secrets (Helm's release records); docs/ci.md
     # scopes the preview identity's Secret reads to them.

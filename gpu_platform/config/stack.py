@@ -78,6 +78,12 @@ class StackConfig(Model):
             found.add(self.karpenter.namespace)
         if self.queues.enabled:
             found.add(self.queues.namespace)
+        if any(pool.allocation == "dra" for pool in self.pools):
+            # Imported here: the DRA driver's module imports this model, and only a stack with a
+            # DRA pool installs its release.
+            from gpu_platform.kubernetes.dra_driver import DRA_DRIVER_NAMESPACE
+
+            found.add(DRA_DRIVER_NAMESPACE)
         return sorted(found)
 
     @property

@@ -478,16 +478,30 @@ def _shared_setting_problems(
             sharing.setdefault(key, []).append(policy.name)
     problems = []
     for key, names in sharing.items():
-        values = {json.dumps(reconciled[name][1].get(key), sort_keys=True) for name in names}
+        values = {json.dumps(_number_as_written(reconciled[name][1].get(key))) for name in names}
         if len(names) > 1 and len(values) > 1:
             given = "; ".join(
-                f"{name}: {json.dumps(reconciled[name][1].get(key))}" for name in names
+                f"{name}: {json.dumps(_number_as_written(reconciled[name][1].get(key)))}"
+                for name in names
             )
             problems.append(
                 f"{key}: one setting for {', '.join(names)}, which the config gives different "
                 f"values ({given}); give each the same"
             )
     return problems
+
+
+def _number_as_written(value: Any) -> Any:
+    """`value` with each whole float an int: a schema's default reaches the plan through the
+    plugin protocol, whose Struct holds every number as a double (google/protobuf struct.proto,
+    `number_value`), so a default 8 arrives as 8.0 beside a config's 8."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, Mapping):
+        return {k: _number_as_written(v) for k, v in sorted(value.items())}
+    if isinstance(value, list):
+        return [_number_as_written(v) for v in value]
+    return value
 
 
 def _level(value: Any, name: str, problems: list[str]) -> str | None:

@@ -19,15 +19,43 @@ judged where it names a class of either kind:
 Claims of `v1beta2` (as `v1`) and `v1beta1` (whose requests hold the class and count
 themselves) are judged alike.
 A claim of other devices (a network card's driver's) is left alone.
+
+`gpu-pods-max-claimed-gpus` holds a pod that names claims (`spec.resourceClaims`) to
+`maxGpusPerPod`, as `gpu-pods-max-gpus` holds one that counts GPUs: a stack policy, as a pod's
+claims are other resources. A claim is counted where the pack knows it: a ResourceClaim or
+claim template the stack declares in the pod's namespace, its GPUs counted as `gpu-claims` counts
+them, or, not declared there, one of the platform's own claim templates, `gpu-<model>`, which
+claims one GPU (gpu_platform/kubernetes/dra_devices.py; every tenant namespace of a stack with
+DRA pools has one per model). A claim of `All` is not counted: `gpu-claims` refuses it. A claim
+the pack does not know counts nothing. The GPUs the pod counts as resources are added.
+
+`gpu-claiming-pods-tolerate-gpu-taints` holds a pod that claims GPUs so (a claim the pack knows
+to take GPUs) to tolerating the GPU nodes' taint `nvidia.com/gpu=present:NoSchedule` and the DRA
+pools' own, `gpu-platform.io/allocation=dra:NoSchedule`, which every node with DRA GPUs carries
+(gpu_platform/node_identity.py). The ExtendedResourceToleration admission plugin adds a
+toleration only for an extended resource a container requests
+(kubernetes plugin/pkg/admission/extendedresourcetoleration), never for a claim: without both,
+the pod stays pending with no pool to scale up for it.
 """
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
-from checks import resource_policy
-from props import indexed, number, shown, text
-from pulumi_policy import ResourceValidationArgs
-from settings import Setting
+from checks import Findings, resource_policy
+from gpu_workloads import GPU_TAINT, MAX_GPUS_PER_POD, pod_gpus, tolerates
+from pods import Container, Pod, pods_of
+from props import elements, indexed, number, shown, text
+from pulumi_policy import (
+    EnforcementLevel,
+    PolicyResource,
+    ReportViolation,
+    ResourceValidationArgs,
+    StackValidationArgs,
+    StackValidationPolicy,
+)
+from settings import Setting, config_schema
 
 PLATFORM_CLASS_SUFFIX = ".gpu-platform.io"
 DRIVER_CLASSES = ("gpu.nvidia.com", "mig.nvidia.com", "vfio.gpu.nvidia.com")
@@ -51,11 +79,105 @@ CLAIM_TYPES = tuple(
 )
 
 
-def _claim_spec(args: ResourceValidationArgs) -> tuple[Any, str]:
+# gpu_platform/kubernetes/dra_devices.py, `claim_template_name` (a test keeps them equal).
+PLATFORM_TEMPLATE_PREFIX = "gpu-"
+# A pod's claim names a ResourceClaim or a template to make one from (k8s.io/api core/v1
+# types.go, `PodResourceClaim`).
+POD_CLAIM_KINDS = {
+    "resourceClaimName": "ResourceClaim",
+    "resourceClaimTemplateName": "ResourceClaimTemplate",
+}
+
+
+def _claim_spec(resource_type: str, props: Mapping[str, Any]) -> tuple[Any, str]:
     """The ResourceClaimSpec and its field path: a claim's `spec`, a template's `spec.spec`."""
-    if args.resource_type.endswith(":ResourceClaimTemplate"):
-        return (args.props.get("spec") or {}).get("spec") or {}, "spec.spec"
-    return args.props.get("spec") or {}, "spec"
+    if resource_type.endswith(":ResourceClaimTemplate"):
+        return (props.get("spec") or {}).get("spec") or {}, "spec.spec"
+    return props.get("spec") or {}, "spec"
+
+
+def _gpu_alternatives(request: Any, at: str) -> list[tuple[str, Mapping[str, Any]]]:
+    """The request's alternatives that name a GPU class, each with its field path."""
+    return [
+        (path, alternative)
+        for path, alternative in _alternatives(request, at)
+        if _is_gpu_class(text(alternative, "deviceClassName"))
+    ]
+
+
+def _count(alternatives: Sequence[tuple[str, Mapping[str, Any]]]) -> int:
+    """A request's GPUs: of several alternatives the largest, as any of them may be allocated."""
+    return max((int(number(a, "count") or 1) for _, a in alternatives), default=0)
+
+
+def claimed_gpus(spec: Any) -> int | None:
+    """The GPUs a ResourceClaimSpec takes; None where a request takes `All` of a node's."""
+    counted = 0
+    for _, request in indexed(spec, "devices", "requests"):
+        gpus = _gpu_alternatives(request, "")
+        if any((text(a, "allocationMode") or "ExactCount") != "ExactCount" for _, a in gpus):
+            return None
+        counted += _count(gpus)
+    return counted
+
+
+@dataclass(frozen=True)
+class StackClaims:
+    """The ResourceClaims and claim templates a stack declares, by kind, namespace (None where
+    the object leaves it to its provider) and name: the GPUs each takes, None for `All`."""
+
+    declared: Mapping[tuple[str, str | None, str], int | None]
+
+    @classmethod
+    def of(cls, resources: Sequence[PolicyResource]) -> "StackClaims":
+        declared = {}
+        for resource in resources:
+            if resource.resource_type in CLAIM_TYPES:
+                kind = resource.resource_type.rsplit(":", 1)[1]
+                name = text(resource.props, "metadata", "name")
+                if name is not None:
+                    namespace = text(resource.props, "metadata", "namespace")
+                    spec, _ = _claim_spec(resource.resource_type, resource.props)
+                    declared[kind, namespace, name] = claimed_gpus(spec)
+        return cls(declared)
+
+    def gpus(self, pod: Pod, entry: Any) -> int | None:
+        """The GPUs of a pod's claim (an entry of its `resourceClaims`): 0 where the pack does
+        not know the claim, None where it takes `All`."""
+        namespace = pod.namespace if pod.own_namespace else text(pod.props, "metadata", "namespace")
+        for field, kind in POD_CLAIM_KINDS.items():
+            name = text(entry, field)
+            if name is None:
+                continue
+            if (kind, namespace, name) in self.declared:
+                return self.declared[kind, namespace, name]
+            platforms = kind == "ResourceClaimTemplate" and name.startswith(
+                PLATFORM_TEMPLATE_PREFIX
+            )
+            return 1 if platforms else 0
+        return 0
+
+    def of_pod(self, pod: Pod) -> dict[str, int | None]:
+        """The pod's claims by the name the pod gives each, with their GPUs (`gpus`)."""
+        return {
+            name: self.gpus(pod, entry)
+            for entry in elements(pod.spec, "resourceClaims")
+            if (name := text(entry, "name")) is not None
+        }
+
+    def gpu_claims(self, pod: Pod) -> frozenset[str]:
+        """The names of the pod's claims that take GPUs."""
+        return frozenset(name for name, gpus in self.of_pod(pod).items() if gpus != 0)
+
+
+def uses_claims(container: Container, claims: frozenset[str]) -> bool:
+    """Whether the container names one of the pod's claims `claims` in its resources: only
+    such a container gets the claim's devices (k8s.io/api core/v1 types.go,
+    `ResourceRequirements.Claims`)."""
+    return any(
+        text(claim, "name") in claims
+        for claim in elements(container.props, container.resources_key, "claims")
+    )
 
 
 def _alternatives(request: Mapping[str, Any], at: str) -> list[tuple[str, Mapping[str, Any]]]:
@@ -92,25 +214,87 @@ def _request_problems(at: str, request: Mapping[str, Any]) -> Iterator[str]:
 
 
 def claim_problems(args: ResourceValidationArgs) -> Iterator[str]:
-    spec, where = _claim_spec(args)
+    spec, where = _claim_spec(args.resource_type, args.props)
     allowed = MAX_GPUS_PER_CLAIM.read(args.get_config())
     counted = 0
     for i, request in indexed(spec, "devices", "requests"):
-        gpus = [
-            (at, alternative)
-            for at, alternative in _alternatives(request, f"{where}.devices.requests[{i}]")
-            if _is_gpu_class(text(alternative, "deviceClassName"))
-        ]
+        gpus = _gpu_alternatives(request, f"{where}.devices.requests[{i}]")
         for at, alternative in gpus:
             yield from _request_problems(at, alternative)
-        # Of several alternatives the largest, as any of them may be allocated.
-        counted += max((int(number(a, "count") or 1) for _, a in gpus), default=0)
+        counted += _count(gpus)
     if counted > allowed:
         yield (
             f"the claim ({where}.devices) asks for {counted} GPUs, more than the {allowed}"
             f" allowed per claim ({MAX_GPUS_PER_CLAIM.key}). Fix: ask for at most {allowed}, or"
             f" raise {MAX_GPUS_PER_CLAIM.key} if a node really has that many."
         )
+
+
+MAX_CLAIMED_NAME = "gpu-pods-max-claimed-gpus"
+
+
+def pod_claim_problems(pod: Pod, claims: StackClaims, config: Mapping[str, Any]) -> Iterator[str]:
+    allowed = MAX_GPUS_PER_POD.read(config)
+    claimed = [gpus for gpus in claims.of_pod(pod).values() if gpus]
+    if not claimed:
+        return
+    counted = pod_gpus(pod)
+    asked = sum(claimed) + counted
+    if asked > allowed:
+        also = f", and counts {shown(float(counted))} more as resources" if counted else ""
+        yield (
+            f"the pod ({pod.spec_field('resourceClaims')}) claims {sum(claimed)} GPUs through"
+            f" DRA{also}: {shown(float(asked))}, more than the {allowed} allowed per pod"
+            f" ({MAX_GPUS_PER_POD.key}). Fix: claim at most {allowed}, or raise"
+            f" {MAX_GPUS_PER_POD.key} if a node really has that many."
+        )
+
+
+TOLERATIONS_NAME = "gpu-claiming-pods-tolerate-gpu-taints"
+# gpu_platform/node_identity.py, DRA_TAINT (a test keeps them equal).
+DRA_TAINT = ("gpu-platform.io/allocation", "dra")
+
+
+def pod_toleration_problems(pod: Pod, claims: StackClaims) -> Iterator[str]:
+    if not claims.gpu_claims(pod):
+        return
+    tolerations = elements(pod.spec, "tolerations")
+    taints = [tuple(GPU_TAINT.split(":")[0].split("=")), DRA_TAINT]
+    missing = [
+        f"{key}={value}:NoSchedule"
+        for key, value in taints
+        if not any(tolerates(t, key, value) for t in tolerations)
+    ]
+    if missing:
+        yield (
+            f"the pod claims GPUs through DRA ({pod.spec_field('resourceClaims')}) but does not"
+            f" tolerate {' or '.join(missing)} ({pod.spec_field('tolerations')}), which every"
+            " node with DRA GPUs carries; no admission plugin adds a toleration for a claim, so"
+            " it would stay pending. Fix: add the tolerations of the stack's gpuModels output"
+            " for the model it claims."
+        )
+
+
+def _validate_claiming_pods(
+    name: str,
+    problems: Callable[[Pod, StackClaims, Mapping[str, Any]], Iterator[str]],
+    args: StackValidationArgs,
+    report_violation: ReportViolation,
+) -> None:
+    """`problems(pod, claims, config)` for every complete pod of the stack."""
+    with Findings(name, "the stack", report_violation) as findings:
+        claims = findings.known("the stack's claims", partial(StackClaims.of, args.resources))
+        if claims is None:
+            return
+        config = args.get_config()
+        for resource in args.resources:
+            for pod in pods_of(resource.resource_type, resource.props):
+                if not pod.partial:
+                    findings.check(
+                        f"the claims of {resource.urn}",
+                        partial(problems, pod, claims, config),
+                        resource.urn,
+                    )
 
 
 POLICIES = [
@@ -121,5 +305,25 @@ POLICIES = [
         claim_problems,
         MAX_GPUS_PER_CLAIM,
         resource_types=CLAIM_TYPES,
-    )
+    ),
+    StackValidationPolicy(
+        name=MAX_CLAIMED_NAME,
+        description="A pod claims no more GPUs through DRA (with those it counts) than"
+        " maxGpusPerPod: the claims and claim templates of the stack it names, and the"
+        " platform's gpu-<model> templates, one GPU each.",
+        validate=partial(_validate_claiming_pods, MAX_CLAIMED_NAME, pod_claim_problems),
+        enforcement_level=EnforcementLevel.MANDATORY,
+        config_schema=config_schema(MAX_GPUS_PER_POD),
+    ),
+    StackValidationPolicy(
+        name=TOLERATIONS_NAME,
+        description="A pod that claims GPUs through DRA tolerates the GPU nodes' taint and the"
+        " DRA pools' taint, which no admission plugin adds for a claim.",
+        validate=partial(
+            _validate_claiming_pods,
+            TOLERATIONS_NAME,
+            lambda pod, claims, _config: pod_toleration_problems(pod, claims),
+        ),
+        enforcement_level=EnforcementLevel.MANDATORY,
+    ),
 ]

@@ -32,7 +32,10 @@ their `gpu-platform.io/pool` label is held to each it may land on, and so is one
 them by other labels the platform sets on the pool (`gpu-platform.io/accelerator`), or not at
 all: a GPU pod without a node selector or required node affinity may land on every pool, and is
 held to each. A configured pool is known by its name alone, so a pod in a tenant's stack that
-selects by other labels is held to none of them. A pod's CUDA release is read,
+selects by other labels is held to none of them. A container is judged where it asks for GPUs:
+by an `nvidia.com/` limit, or by naming in `resources.claims` a claim of the pod's that takes
+GPUs through DRA, as `gpu-pods-max-claimed-gpus` knows claims (the stack's claims and claim
+templates of GPUs, the platform's `gpu-<model>` templates). A pod's CUDA release is read,
 per container, from the first of:
 
 1. the pod's `gpu-platform.io/cuda-version` annotation (`12.4`), which the docs ask authors of
@@ -60,6 +63,7 @@ from functools import partial
 from typing import Any
 
 from checks import Findings, each
+from gpu_claims import StackClaims, uses_claims
 from gpu_sharing import POOL_LABEL, POOL_LABELS_PATH, check_pods_on_pools
 from gpu_workloads import RESOURCE_CONTAINERS, gpu_limits, image_repository, quantity
 from platform_scope import platform_object
@@ -210,14 +214,23 @@ def _shown(version: tuple[int, int]) -> str:
     return f"{version[0]}.{version[1]}"
 
 
-def each_gpu_container(pod: Pod, judge: Callable[[Container], Iterable[str]]) -> Iterator[str]:
-    """`judge(container)` for each container of the pod that asks for GPUs, each on its own
-    (checks.each): one not known yet (at preview) skips that container alone."""
+def asks_for_gpus(container: Container, claims: frozenset[str] = frozenset()) -> bool:
+    """Whether the container asks for GPUs: by a limit, or by naming one of the pod's claims
+    of GPUs, `claims`."""
+    return any(quantity(limit) for limit in gpu_limits(container).values()) or uses_claims(
+        container, claims
+    )
+
+
+def each_gpu_container(
+    pod: Pod, judge: Callable[[Container], Iterable[str]], claims: frozenset[str] = frozenset()
+) -> Iterator[str]:
+    """`judge(container)` for each container of the pod that asks for GPUs (`claims`: the
+    names of the pod's claims of GPUs), each on its own (checks.each): one not known yet (at
+    preview) skips that container alone."""
 
     def judged(container: Container) -> Iterable[str]:
-        if any(quantity(limit) for limit in gpu_limits(container).values()):
-            return judge(container)
-        return ()
+        return judge(container) if asks_for_gpus(container, claims) else ()
 
     return each(pod.containers(RESOURCE_CONTAINERS), judged, pod.container_field)
 
@@ -228,10 +241,10 @@ def _driver_words(pool: PoolDriver) -> str:
     )
 
 
-def cuda_problems(pod: Pod, pool: PoolDriver) -> Iterator[str]:
+def cuda_problems(pod: Pod, pool: PoolDriver, claims: frozenset[str]) -> Iterator[str]:
     """Containers that cannot run on the pool's driver: a newer CUDA major release than the
     driver's, or a driver below the release family's minor-compatibility minimum."""
-    return each_gpu_container(pod, partial(_cuda_problems, pod, pool))
+    return each_gpu_container(pod, partial(_cuda_problems, pod, pool), claims)
 
 
 def _cuda_problems(pod: Pod, pool: PoolDriver, container: Container) -> Iterator[str]:
@@ -259,10 +272,10 @@ def _cuda_problems(pod: Pod, pool: PoolDriver, container: Container) -> Iterator
     )
 
 
-def minor_compatibility(pod: Pod, pool: PoolDriver) -> Iterator[str]:
+def minor_compatibility(pod: Pod, pool: PoolDriver, claims: frozenset[str]) -> Iterator[str]:
     """Containers of the driver's CUDA major release but a newer minor one than it runs
     natively: they run through minor version compatibility, with its limits."""
-    return each_gpu_container(pod, partial(_minor_compatibility, pod, pool))
+    return each_gpu_container(pod, partial(_minor_compatibility, pod, pool), claims)
 
 
 def _minor_compatibility(pod: Pod, pool: PoolDriver, container: Container) -> Iterator[str]:
@@ -281,8 +294,8 @@ def _minor_compatibility(pod: Pod, pool: PoolDriver, container: Container) -> It
         )
 
 
-def unknown_cuda(pod: Pod, pool: PoolDriver) -> Iterator[str]:
-    return each_gpu_container(pod, partial(_unknown_cuda, pod, pool))
+def unknown_cuda(pod: Pod, pool: PoolDriver, claims: frozenset[str]) -> Iterator[str]:
+    return each_gpu_container(pod, partial(_unknown_cuda, pod, pool), claims)
 
 
 def _unknown_cuda(pod: Pod, pool: PoolDriver, container: Container) -> Iterator[str]:
@@ -295,7 +308,9 @@ def _unknown_cuda(pod: Pod, pool: PoolDriver, container: Container) -> Iterator[
         )
 
 
-def unjudged_gpu_pods(args: StackValidationArgs, judged: Mapping[str, PoolDriver]) -> Iterator[str]:
+def unjudged_gpu_pods(
+    args: StackValidationArgs, judged: Mapping[str, PoolDriver], claims: StackClaims
+) -> Iterator[str]:
     """One problem for the stack when it has GPU pods but `judged`, the pools the CUDA checks
     held its pods to, is empty: no pool it declares (node group, GKE node pool or Karpenter
     NodePool) or `gpuPools` lists has a known CUDA release. It names the pools whose release is
@@ -306,7 +321,7 @@ def unjudged_gpu_pods(args: StackValidationArgs, judged: Mapping[str, PoolDriver
         resource.urn
         for resource in args.resources
         if any(
-            _asks_for_gpus(pod)
+            _asks_for_gpus(pod, claims.gpu_claims(pod))
             for pod in pods_of(resource.resource_type, resource.props)
             if not pod.partial
         )
@@ -403,15 +418,11 @@ def _runs_only_nvidia_smi(container: Container, repositories: Sequence[str]) -> 
     )
 
 
-def _asks_for_gpus(pod: Pod) -> bool:
-    return any(
-        quantity(limit)
-        for container in pod.containers(RESOURCE_CONTAINERS)
-        for limit in gpu_limits(container).values()
-    )
+def _asks_for_gpus(pod: Pod, claims: frozenset[str]) -> bool:
+    return any(asks_for_gpus(c, claims) for c in pod.containers(RESOURCE_CONTAINERS))
 
 
-CudaCheck = Callable[[Pod, PoolDriver], Iterator[str]]
+CudaCheck = Callable[[Pod, PoolDriver, frozenset[str]], Iterator[str]]
 
 
 def _validate(
@@ -424,11 +435,17 @@ def _validate(
 ) -> None:
     with Findings(name, "the stack", report_violation) as findings:
         configured = configured_pools(args.get_config())
+        claims = findings.known("the stack's claims", partial(StackClaims.of, args.resources))
+        known = claims or StackClaims({})
+
+        def judge(pod: Pod, pool: PoolDriver) -> Iterator[str]:
+            return check(pod, pool, known.gpu_claims(pod))
+
         judged = check_pods_on_pools(
-            args, findings, pool_driver, check, configured, labels_of=lambda pool: pool.labels
+            args, findings, pool_driver, judge, configured, labels_of=lambda pool: pool.labels
         )
         if report_unjudged:
-            findings.check("the stack's GPU pods", partial(unjudged_gpu_pods, args, judged))
+            findings.check("the stack's GPU pods", partial(unjudged_gpu_pods, args, judged, known))
 
 
 def _policy(

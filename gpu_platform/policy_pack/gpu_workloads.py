@@ -167,7 +167,9 @@ def _limit_problems(pod: Pod, container: Container) -> Iterator[str]:
             )
 
 
-def _tolerates_gpu_taint(toleration: Any) -> bool:
+def tolerates(toleration: Any, taint_key: str, taint_value: str) -> bool:
+    """Whether the toleration tolerates the `NoSchedule` taint `taint_key=taint_value` (k8s.io/api
+    core/v1 toleration.go, `ToleratesTaint`)."""
     key = value_at(toleration, "key")
     operator = value_at(toleration, "operator") or "Equal"
     if value_at(toleration, "effect") not in (None, "", "NoSchedule"):
@@ -175,9 +177,14 @@ def _tolerates_gpu_taint(toleration: Any) -> bool:
     if key in (None, ""):
         # An empty key with Exists tolerates every taint.
         return operator == "Exists"
-    return key == "nvidia.com/gpu" and (
-        operator == "Exists" or (operator == "Equal" and value_at(toleration, "value") == "present")
+    return key == taint_key and (
+        operator == "Exists"
+        or (operator == "Equal" and value_at(toleration, "value") == taint_value)
     )
+
+
+def _tolerates_gpu_taint(toleration: Any) -> bool:
+    return tolerates(toleration, "nvidia.com/gpu", "present")
 
 
 def _asks_for_whole_gpus(pod: Pod) -> bool:

@@ -11,6 +11,7 @@ import pytest
 from gpu_platform.config import load_stack_config
 from gpu_platform.eks.instance_types import Gpus, InstanceType, instance_type
 from gpu_platform.fit import (
+    Fit,
     NodeTemplate,
     admitted,
     auto_mode_node_templates,
@@ -605,6 +606,21 @@ def test_a_pod_asking_for_efa_fits_only_the_efa_pool() -> None:
     pod = gpu_tolerating_pod(**{"nvidia.com/gpu": "8", "vpc.amazonaws.com/efa": "32"})
 
     assert fitting_pools(pod, templates) == ["h100-training"]
+
+
+def test_a_pod_counting_gpus_fits_no_dra_pool() -> None:
+    # dra-dev's l4 pool hands its GPUs out through DRA: its nodes advertise nvidia.com/gpu 0, as
+    # its Auto Scaling group's hint tells the autoscaler's template (cluster-autoscaler-1.35.2
+    # cloudprovider/aws/aws_manager.go, buildNodeFromTemplate), not g6.xlarge's one L4.
+    templates = node_templates(shared_plan("dra-dev"))
+    pod = gpu_tolerating_pod(**{"nvidia.com/gpu": "1"})
+    pod["tolerations"].append(
+        {"key": "gpu-platform.io/allocation", "operator": "Exists", "effect": "NoSchedule"}
+    )
+
+    assert fits(pod, templates) == [
+        Fit("l4", ("NodeResourcesFit: asks for 1 nvidia.com/gpu; a node has 0",))
+    ]
 
 
 # --- Karpenter: as it decides whether a pending pod fits a NodePool -----------------------------

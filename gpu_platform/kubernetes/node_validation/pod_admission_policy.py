@@ -29,9 +29,20 @@ is one that
   the release Bottlerocket builds, `DevicesFromMounts`; v1.20.0 `requestsFromMounts`), so
   `//var/run/...` or `/tmp/../var/run/...` land there too: the policy matches the directory's
   name anywhere in the path;
-- or runs in one of the runtime classes the GPU Operator creates (`RUNTIME_CLASSES`), which
+- runs in one of the runtime classes the GPU Operator creates (`RUNTIME_CLASSES`), which
   opt it into that runtime, where an image's own `NVIDIA_VISIBLE_DEVICES` (the CUDA images set
-  `all`) hands it GPUs unseen by the policy.
+  `all`) hands it GPUs unseen by the policy;
+- or names a ResourceClaim (`spec.resourceClaims`, DRA): on a DRA pool (`allocation: dra`) that
+  is how every tenant pod gets its GPUs, and the DRA driver's kubelet plugin publishes a node's
+  GPUs while the node is still being validated (it tolerates the validation taint), so the
+  scheduler can allocate them to a claim there. CEL sees the claim's name, not the DeviceClass
+  its claim or template asks for, so every claiming pod is judged, GPUs or other devices: that
+  is safe, as each refusal below, which applies to it as to any GPU pod, is of something no
+  tenant pod needs (the validation and failure taints, `nodeName`, and GPUs past the device
+  plugin, which a claim does not use); an add-on whose pods claim other devices and tolerate
+  every taint is exempted by its namespace's label. A container's `resources.claims` may only
+  name the pod's own `resourceClaims` (k8s.io/kubernetes pkg/apis/core/validation/
+  validation.go, `validateResourceClaimNames`), so the pod's list is the one to look at.
 Of those it denies:
 - a pod created with such a mount, or an ephemeral container added with one: the device plugin
   gives a container the GPUs it was allocated by a mount of its own, which the pod's spec never
@@ -58,7 +69,10 @@ Of those it denies:
   only `NoExecute` taints against a pod (k8s.io/kubernetes pkg/kubelet/lifecycle/predicate.go,
   `generalFilter`), so no `NoSchedule` taint keeps it off a node. CEL sees the request, not the
   Node it names, so the policy cannot tell a validated node from another: it refuses every such
-  GPU pod.
+  GPU pod. A claiming pod included: the scheduler allocates its claims, and one that skips it
+  waits on the kubelet for a claim something else allocated, wherever that is (Kubernetes
+  documentation, "Dynamic Resource Allocation", "Pre-scheduled Pods", which asks for a node
+  selector instead, as the refusal does).
 What CEL cannot see it cannot judge: `NVIDIA_VISIBLE_DEVICES` from `envFrom` or from the image,
 on a node whose containerd runs the NVIDIA runtime by default (EKS's AL2023 GPU AMIs: nodeadm
 makes it containerd's default runtime, awslabs/amazon-eks-ami nodeadm/internal/containerd/
@@ -199,9 +213,15 @@ def over_containers(clauses: Callable[[str], list[str]]) -> list[str]:
     return [*containers, *init]
 
 
+# CEL: the pod names a ResourceClaim. A pod's claims cannot change on an update
+# (ValidatePodUpdate), so an update is matched where the pod it updates was.
+CLAIMS = "(has(object.spec.resourceClaims) && size(object.spec.resourceClaims) > 0)"
+
+
 def gpu_pod_clauses() -> list[str]:
-    """CEL, one clause per way a pod gets GPUs: its runtime class, then each container clause
-    over its containers and over its init containers, then over its ephemeral containers."""
+    """CEL, one clause per way a pod gets GPUs: its runtime class, its DRA claims, then each
+    container clause over its containers and over its init containers, then over its ephemeral
+    containers."""
     runtime = (
         "(has(object.spec.runtimeClassName) &&"
         f" object.spec.runtimeClassName in {quoted(RUNTIME_CLASSES)})"
@@ -210,7 +230,7 @@ def gpu_pod_clauses() -> list[str]:
         f"(has(object.spec.ephemeralContainers) && object.spec.ephemeralContainers.exists(c, {x}))"
         for x in _ephemeral_clauses("c")
     ]
-    return [runtime, *over_containers(_container_clauses), *ephemeral]
+    return [runtime, CLAIMS, *over_containers(_container_clauses), *ephemeral]
 
 
 def _count(pod: str, clause: Callable[[str], str]) -> str:

@@ -276,6 +276,24 @@ def test_a_pod_claiming_gpus_through_dra_is_said_to_be_beyond_the_check(tmp_path
     ) in " ".join(output.split())
 
 
+def test_a_pod_counting_gpus_fits_no_dra_pool(tmp_path: Path) -> None:
+    # With the tolerations and pool of a DRA pool's placement, but nvidia.com/gpu in its limits,
+    # which no DRA node advertises (docs/dra.md).
+    pod = copy.deepcopy(SMOKE_TEST_POD)
+    pod["metadata"]["name"] = "counts"
+    pod["spec"]["nodeSelector"] = {"gpu-platform.io/pool": "l4"}
+    pod["spec"]["tolerations"].append(
+        {"key": "gpu-platform.io/allocation", "operator": "Exists", "effect": "NoSchedule"}
+    )
+
+    code, output = run_fit(tmp_path, pod, stack="dra-dev")
+
+    assert code == 1, output
+    assert "│ l4 │ no │ NodeResourcesFit: asks for 1 nvidia.com/gpu; a node has 0 │" in (
+        " ".join(output.split())
+    )
+
+
 def test_a_pod_claiming_gpus_through_dra_fits_no_pool_of_a_stack_without_dra_pools(
     tmp_path: Path,
 ) -> None:

@@ -129,3 +129,19 @@ def test_platform_follows_cloud_and_node_image(
     }
 
     assert load_stack_config(raw).platform is platform
+
+
+def test_a_dra_pool_adds_the_dra_drivers_namespace_to_the_release_namespaces() -> None:
+    # gpu_platform/kubernetes/dra_driver.py installs the driver's release there, and a preview
+    # reads its record, a Secret of that namespace (docs/ci.md).
+    dra: Config = {**MINIMAL, "pools": [{**MINIMAL["pools"][0], "min": 1, "allocation": "dra"}]}
+
+    assert load_stack_config(dra).helm_release_namespaces == [
+        "gpu-operator",
+        "gpu-platform-system",
+        "nvidia-dra-driver-gpu",
+    ]
+    assert load_stack_config(MINIMAL).helm_release_namespaces == [
+        "gpu-operator",
+        "gpu-platform-system",
+    ]

@@ -319,6 +319,18 @@ def test_bad_configuration_is_refused_naming_the_key(config: Any, problem: str) 
     assert error.value.problems[0].startswith(problem)
 
 
+def test_a_shared_setting_given_as_its_default_is_one_value() -> None:
+    # The pack's schema reaches the plan over the plugin protocol, whose Struct holds numbers as
+    # doubles (google/protobuf struct.proto, number_value): a default of 8 arrives as 8.0.
+    limit = {"limit": {"type": "integer", "default": 8.0}}
+    policies = [
+        PolicyInfo("x", "X.", "mandatory", limit, False),
+        PolicyInfo("y", "Y.", "mandatory", limit, False),
+    ]
+
+    assert reconcile_config(policies, {"x": {"limit": 8}})["x"] == ("mandatory", {"limit": 8})
+
+
 def test_as_the_engine_every_entry_reaches_the_pack_all_and_unknown_names_included() -> None:
     # pulumi pkg/resource/analyzer/config.go, applyConfig: entries are applied by name, known or
     # not; an empty one is dropped when the file is parsed.

@@ -22,6 +22,7 @@ from tests.gpu_platform.policy_pack.builders import (
     gke_node_pool,
     gpu_pod_spec,
     messages,
+    resource,
     select_pools,
     workload,
 )
@@ -109,15 +110,18 @@ def test_a_newer_minor_release_than_r580_runs_is_advisory(analyze: Analyze) -> N
 # --- The messages ---------------------------------------------------------------------------
 
 
+CUDA_13_ON_R535 = (
+    f'container "app" needs CUDA 13.0 (image {CUDA_13_0}), but pool "l4" runs NVIDIA'
+    " driver 535.288.01, which runs CUDA 12.2 natively and CUDA 12.x at most without"
+    " NVIDIA's forward compatibility package: a CUDA 13 application fails at its first CUDA"
+    " call. Fix: use an image built for CUDA 12.x, or a pool with a newer driver."
+)
+
+
 def test_the_refusal_names_both_releases_and_the_fix(analyze: Analyze) -> None:
     verdicts = analyze(pool(R535), pod(CUDA_13_0))
 
-    assert messages(verdicts, POLICY) == [
-        f'container "app" needs CUDA 13.0 (image {CUDA_13_0}), but pool "l4" runs NVIDIA'
-        " driver 535.288.01, which runs CUDA 12.2 natively and CUDA 12.x at most without"
-        " NVIDIA's forward compatibility package: a CUDA 13 application fails at its first CUDA"
-        " call. Fix: use an image built for CUDA 12.x, or a pool with a newer driver."
-    ]
+    assert messages(verdicts, POLICY) == [CUDA_13_ON_R535]
 
 
 def test_the_advisory_names_what_minor_version_compatibility_limits(analyze: Analyze) -> None:
@@ -519,3 +523,94 @@ def test_a_pool_without_a_cuda_label_holds_no_pod_and_says_so(analyze: Analyze) 
         " a known CUDA release (the stack's node pool(s) l4, system carry no"
         " gpu-platform.io/cuda label), so"
     )
+
+
+# --- Pods that claim GPUs through DRA -----------------------------------------------------------
+
+
+def claiming_pod(
+    image: str, template: str = "gpu-l4", uses_claim: bool = True, name: str = "app"
+) -> Any:
+    """A Deployment on pool l4 whose container claims a GPU from `template` (the platform's
+    `gpu-l4` in every tenant namespace, docs/dra.md), or, without `uses_claim`, names no claim
+    though the pod holds one."""
+    spec = gpu_pod_spec()
+    select_pools(spec, "l4")
+    spec["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": template}]
+    container = spec["containers"][0]
+    container["image"] = image
+    container["resources"] = {"claims": [{"name": "gpu"}]} if uses_claim else {}
+    return workload("Deployment", spec, name=name)
+
+
+def test_a_container_claiming_a_gpu_is_held_to_its_pools_driver(analyze: Analyze) -> None:
+    verdicts = analyze(pool(R535), claiming_pod(CUDA_13_0))
+
+    assert messages(verdicts, POLICY) == [CUDA_13_ON_R535]
+
+
+def test_a_container_claiming_a_gpu_gets_the_minor_compatibility_advisory(
+    analyze: Analyze,
+) -> None:
+    verdicts = analyze(pool(R580), claiming_pod("nvidia/cuda:13.1.0-runtime-ubuntu24.04"))
+
+    assert verdicts_by_policy(verdicts) == {MINOR: 1}
+
+
+def test_a_container_claiming_a_gpu_says_its_cuda_release(analyze: Analyze) -> None:
+    verdicts = analyze(pool(R580), claiming_pod("registry.example.com/notebook:2026.11"))
+
+    (message,) = messages(verdicts, KNOWN)
+    assert message.startswith('container "app" runs on pool "l4" (CUDA 13.0 and older), but')
+
+
+def test_a_claim_of_a_template_the_stack_declares_is_judged_by_its_class(
+    analyze: Analyze,
+) -> None:
+    # The stack's own template of two L4s takes GPUs; one of network cards does not.
+    def template(name: str, device_class: str) -> Any:
+        inputs = {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceClaimTemplate",
+            "metadata": {"name": name, "namespace": "team-a"},
+            "spec": {
+                "spec": {
+                    "devices": {
+                        "requests": [
+                            {"name": "d", "exactly": {"deviceClassName": device_class, "count": 2}}
+                        ]
+                    }
+                }
+            },
+        }
+        return resource("kubernetes:resource.k8s.io/v1:ResourceClaimTemplate", name, inputs)
+
+    gpus = claiming_pod(CUDA_13_0, template="two-l4", name="gpus")
+    nics = claiming_pod(CUDA_13_0, template="nics", name="nics")
+
+    verdicts = analyze(
+        pool(R535),
+        template("two-l4", "l4.gpu-platform.io"),
+        template("nics", "nic.example.com"),
+        gpus,
+        nics,
+    )
+
+    assert [v.urn for v in verdicts if v.policy_name == POLICY] == [gpus.urn]
+
+
+def test_a_container_that_names_no_claim_is_not_judged(analyze: Analyze) -> None:
+    # Only a container naming the claim in resources.claims gets its devices.
+    verdicts = analyze(pool(R535), claiming_pod(CUDA_13_0, uses_claim=False))
+
+    assert verdicts_by_policy(verdicts) == {}
+    assert messages(verdicts, KNOWN) == []
+
+
+def test_a_tenants_claiming_pod_without_pools_is_said_not_to_be_judged(analyze: Analyze) -> None:
+    deployment = claiming_pod(CUDA_13_0)
+
+    verdicts = analyze(deployment)
+
+    (message,) = messages(verdicts, KNOWN)
+    assert message.startswith(f"1 GPU workload(s) ({deployment.urn}) were not held")

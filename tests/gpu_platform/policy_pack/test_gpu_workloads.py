@@ -23,9 +23,10 @@ PYTHON = "docker.io/library/python:3.13.9-slim-trixie"
 
 
 def found(analyze: Analyze, policy: str, spec: dict[str, Any], **config: Any) -> list[str]:
-    verdicts = analyze(
-        namespace(), workload("Deployment", spec), config={policy: config} if config else None
-    )
+    # maxGpusPerPod is one setting of gpu-pods-max-gpus and gpu-pods-max-claimed-gpus.
+    shared = "gpu-pods-max-claimed-gpus" if policy == "gpu-pods-max-gpus" else policy
+    given = {policy: config, shared: config} if config else None
+    verdicts = analyze(namespace(), workload("Deployment", spec), config=given)
     return messages(verdicts, policy)
 
 

@@ -77,13 +77,13 @@ def test_importing_the_pack_collects_its_policies_without_starting_it() -> None:
         check=True,
     )
 
-    assert len(json.loads(done.stdout)) == 55
+    assert len(json.loads(done.stdout)) == 57
 
 
 def test_the_running_pack_names_itself_and_its_policies(policy_pack: PolicyPack) -> None:
     assert policy_pack.name == "gpu-platform"
     assert all(policy.description for policy in policy_pack.policies)
-    assert len({policy.name for policy in policy_pack.policies}) == 55
+    assert len({policy.name for policy in policy_pack.policies}) == 57
 
 
 def test_the_readme_documents_each_policy_its_level_and_parameters(

@@ -25,6 +25,7 @@ from tests.gpu_platform.policy_pack.builders import (
     gpu_pod_spec,
     messages,
     namespace,
+    restricted_pod_spec,
     workload,
 )
 from tests.gpu_platform.policy_pack.test_gpu_workload_crds import CARRIERS, carrier
@@ -119,6 +120,21 @@ def test_tolerations_that_do_not_match_the_taint_pass(
     verdicts = analyze(namespace(), workload("Deployment", tolerating(toleration)))
 
     assert messages(verdicts, POLICY) == []
+
+
+def test_a_dra_claiming_pods_toleration_of_the_validation_taint_is_refused(
+    analyze: Analyze,
+) -> None:
+    # A pod on a DRA pool asks for no nvidia.com/ resource: its GPUs come from its claim
+    # (docs/dra.md). The rule judges every tenant pod's tolerations, whatever it asks for.
+    spec = restricted_pod_spec()
+    spec["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": "gpu-l4"}]
+    spec["containers"][0]["resources"] = {"claims": [{"name": "gpu"}]}
+    spec["tolerations"] = [GPU_TOLERATION, {"key": KEY, "operator": "Exists"}]
+
+    verdicts = analyze(namespace(), workload("Deployment", spec))
+
+    assert messages(verdicts, POLICY) == [refusal("spec.template.spec")]
 
 
 @pytest.mark.parametrize("kind", [k for k in KIND_TYPES if k != "Deployment"])

@@ -209,6 +209,12 @@ ALL_GPUS = "/var/run/nvidia-container-devices/all"
 GPU_FORMS = {
     # The GPU Operator's RuntimeClasses (NVIDIA/gpu-operator v26.7.0, assets/pre-requisites/).
     "runtime class nvidia": gpu_form("containers", runtimeClassName="nvidia"),
+    # A claim from a template (docs/dra.md); CEL cannot see the template's DeviceClass.
+    "claims a DRA device": gpu_form(
+        "containers",
+        {"resources": {"claims": [{"name": "gpu"}]}},
+        resourceClaims=[{"name": "gpu", "resourceClaimTemplateName": "gpu-l4"}],
+    ),
     "limits a GPU": gpu_form("containers", {"resources": {"limits": {"nvidia.com/gpu": "1"}}}),
     # Time-slicing's shared replicas, requested without a limit.
     "requests a shared GPU": gpu_form(
@@ -287,6 +293,62 @@ def test_each_gpu_pod_form_is_matched_by_its_own_clause() -> None:
         for pod in GPU_FORMS.values()
     ]
     assert matched == [[i] for i in range(len(clauses))]
+
+
+# The pod of docs/dra.md, as a tenant writes it for a DRA pool (`l4` in dra-dev): a claim of
+# its own from the namespace's template, no nvidia.com/ resource, and the GPU and DRA taints
+# tolerated.
+DRA_POD: Pod = {
+    "apiVersion": "v1",
+    "kind": "Pod",
+    "metadata": {"name": "infer", "namespace": "ml-team"},
+    "spec": {
+        "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "gpu-l4"}],
+        "containers": [
+            {
+                "name": "infer",
+                "image": "nvcr.io/nvidia/cuda:12.8.1-base-ubuntu24.04",
+                "command": ["nvidia-smi"],
+                "resources": {"claims": [{"name": "gpu"}]},
+            }
+        ],
+        "tolerations": [
+            {
+                "key": "nvidia.com/gpu",
+                "operator": "Equal",
+                "value": "present",
+                "effect": "NoSchedule",
+            },
+            {
+                "key": "gpu-platform.io/allocation",
+                "operator": "Equal",
+                "value": "dra",
+                "effect": "NoSchedule",
+            },
+        ],
+    },
+}
+
+
+def test_a_pod_claiming_a_dra_gpu_without_the_validation_taints_is_admitted() -> None:
+    assert denied(DRA_POD) == []
+
+
+@pytest.mark.parametrize(
+    "toleration", FORBIDDEN_TOLERATIONS.values(), ids=FORBIDDEN_TOLERATIONS.keys()
+)
+def test_a_pod_claiming_a_dra_gpu_tolerating_the_validation_taints_is_refused(
+    toleration: dict[str, str],
+) -> None:
+    # The DRA driver's kubelet plugin publishes a node's GPUs while it is being validated: the
+    # taints alone keep a claim's pod off it.
+    assert denied(with_tolerations(toleration, pod=DRA_POD)) == [TOLERATION]
+
+
+def test_a_pod_with_an_empty_list_of_claims_is_no_gpu_pod() -> None:
+    pod = copy.deepcopy(ADD_ON)
+    pod["spec"]["resourceClaims"] = []
+    assert denied(pod) == []
 
 
 # cmd/nvidia-container-runtime/README.md (v1.20.0): `none` gives no GPU, `void` and empty
