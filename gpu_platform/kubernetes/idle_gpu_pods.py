@@ -20,7 +20,8 @@ tenants' reach: a tenant with `edit` in its namespace could otherwise rewrite th
 ConfigMap, delete or reschedule the CronJob, or start a pod of its own as the reaper's service
 account (a pod may ask for any account of its namespace, and for its token, whatever the
 account's `automountServiceAccountToken` says). In each opted-in namespace, a Role and a
-RoleBinding give the reaper's account, in that namespace only: list pods and create Events; in
+RoleBinding give the reaper's account, in that namespace only: list pods and ResourceClaims
+(which of a pod's claims hold GPUs) and create Events; in
 `warn` mode (`gpuIdleAction`, the default) also patch pods, to annotate them, and nothing else;
 in `end` mode also delete pods, read Deployments, StatefulSets and ReplicaSets (to find what
 runs a pod) and set their `scale` subresource (not the objects themselves). Kubernetes' `edit`
@@ -63,6 +64,8 @@ ACTIVE_DEADLINE_SECONDS = 300
 _LIST_PODS_AND_TELL = [
     {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]},
     {"apiGroups": [""], "resources": ["events"], "verbs": ["create"]},
+    # Which of a pod's ResourceClaims NVIDIA's DRA driver allocated a GPU: one list a run.
+    {"apiGroups": ["resource.k8s.io"], "resources": ["resourceclaims"], "verbs": ["list"]},
 ]
 ROLE_RULES: dict[str, list[dict[str, list[str]]]] = {
     "warn": [

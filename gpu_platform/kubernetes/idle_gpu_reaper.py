@@ -5,10 +5,15 @@ namespace that opts in (`gpuIdleMinutes`, the namespace given as `NAMESPACE`) a 
 named after that namespace, runs it every 10 minutes with the standard library alone
 (`idle_gpu_pods.py` beside it declares those objects). Each run:
 
-1. lists the namespace's pods that hold or wait for GPUs (`nvidia.com/gpu`,
-   `nvidia.com/gpu.shared`, `nvidia.com/mig-*` in limits or requests);
-2. gives each running one its limit: the annotation `gpu-platform.io/max-idle-minutes` when it
-   is a whole number of minutes from 15 to the namespace's limit, else the namespace's limit;
+1. lists the namespace's pods that hold or wait for GPUs: those that ask for them
+   (`nvidia.com/gpu`, `nvidia.com/gpu.shared`, `nvidia.com/mig-*` in limits or requests), and
+   those whose ResourceClaims NVIDIA's DRA driver allocated a GPU or MIG device (a result of
+   driver `gpu.nvidia.com`). A pod whose claims are all allocated other drivers' devices is
+   none of them. One whose claims cannot be told yet (not generated, not allocated, not read) is
+   not judged, but counts as a GPU pod that is not idle, so its owner is not scaled to zero;
+2. gives each running one it judges its limit: the annotation
+   `gpu-platform.io/max-idle-minutes` when it is a whole number of minutes from 15 to the
+   namespace's limit, else the namespace's limit;
 3. asks Prometheus which of them held only GPUs below the idle threshold throughout that many
    minutes (the platform's recording rule `gpu_platform:allocated_gpu_activity:percent`), with
    readings at both ends of the window and at least 90 % of the readings the rule's evaluation
@@ -59,6 +64,11 @@ ACTIONS = ("warn", "end")
 """`warn`: annotate idle pods and record Events only; `end`: end them."""
 GPU_RESOURCES = ("nvidia.com/gpu", "nvidia.com/gpu.shared")
 MIG_RESOURCE_PREFIX = "nvidia.com/mig-"
+GPU_DRIVER = "gpu.nvidia.com"
+"""The DRA driver whose allocated devices are GPUs and MIG instances: NVIDIA's GPU kubelet
+plugin's name (k8s-dra-driver-gpu cmd/gpu-kubelet-plugin/main.go `DriverName`), and the only
+driver whose claimed devices DCGM's exporter labels with their pod (dcgm-exporter
+internal/pkg/transformation/kubernetes.go `toDeviceToPodsDRA`, `DRAGPUDriverName`)."""
 SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 EVENT_REASON = "IdleGpu"
 NO_RULE_REASON = "IdleGpuRuleMissing"
@@ -165,11 +175,19 @@ class Kubernetes:
         return f"{path}/{urllib.parse.quote(name)}" if name else path
 
     def pods(self) -> list[Object]:
+        return self._list("v1", "pods")
+
+    def resource_claims(self) -> dict[str, Object]:
+        """The namespace's ResourceClaims, by name."""
+        claims = self._list("resource.k8s.io/v1", "resourceclaims")
+        return {claim["metadata"]["name"]: claim for claim in claims}
+
+    def _list(self, group_version: str, resource: str) -> list[Object]:
         found: list[Object] = []
         query: dict[str, str] = {"limit": "250"}
         while True:
             page = self.api.call(
-                "GET", f"{self._path('v1', 'pods')}?{urllib.parse.urlencode(query)}"
+                "GET", f"{self._path(group_version, resource)}?{urllib.parse.urlencode(query)}"
             )
             found += page.get("items") or []
             next_page = (page.get("metadata") or {}).get("continue")
@@ -257,10 +275,62 @@ def asks_for_gpus(pod: Object) -> bool:
     return False
 
 
-def holds_or_awaits_gpus(pod: Object) -> bool:
-    """A GPU pod that is neither finished nor on its way out."""
+def claimed_names(pod: Object) -> list[str | None]:
+    """The ResourceClaim each of the pod's claims names: its own, or the one generated from its
+    template, which the pod's `status.resourceClaimStatuses` names (None while it does not). A
+    status entry without a name means no claim was needed: that one is left out (Kubernetes
+    API, PodResourceClaimStatus.resourceClaimName)."""
+    generated = {
+        entry["name"]: entry.get("resourceClaimName")
+        for entry in (pod.get("status") or {}).get("resourceClaimStatuses") or []
+    }
+    names: list[str | None] = []
+    for ref in (pod.get("spec") or {}).get("resourceClaims") or []:
+        if ref.get("resourceClaimName"):
+            names.append(ref["resourceClaimName"])
+        elif ref["name"] not in generated:
+            names.append(None)
+        elif generated[ref["name"]]:
+            names.append(generated[ref["name"]])
+    return names
+
+
+def allocated_gpu(claim: Object | None) -> bool | None:
+    """Whether the claim was allocated a device of `GPU_DRIVER`; None when it was not
+    allocated yet, or not read. A result with admin access reaches a device without holding it
+    (Kubernetes API, DeviceRequestAllocationResult.adminAccess): it is not the pod's GPU."""
+    allocation = ((claim or {}).get("status") or {}).get("allocation")
+    if allocation is None:
+        return None
+    return any(
+        result.get("driver") == GPU_DRIVER and not result.get("adminAccess")
+        for result in (allocation.get("devices") or {}).get("results") or []
+    )
+
+
+def holds_gpus(pod: Object, claims: Mapping[str, Object] | None) -> bool | None:
+    """Whether the pod asks for GPUs or holds them through a claim (`claims`, the namespace's
+    ResourceClaims by name; None when they could not be read); None when its claims cannot be
+    told yet."""
+    if asks_for_gpus(pod):
+        return True
+    told: list[bool | None] = [
+        None if name is None or claims is None else allocated_gpu(claims.get(name))
+        for name in claimed_names(pod)
+    ]
+    if any(told):
+        return True
+    return None if None in told else False
+
+
+def has_claims(pod: Object) -> bool:
+    return bool((pod.get("spec") or {}).get("resourceClaims"))
+
+
+def is_live(pod: Object) -> bool:
+    """Neither finished nor on its way out."""
     live = (pod.get("status") or {}).get("phase") in ("Pending", "Running")
-    return live and not pod["metadata"].get("deletionTimestamp") and asks_for_gpus(pod)
+    return live and not pod["metadata"].get("deletionTimestamp")
 
 
 def is_running(pod: Object) -> bool:
@@ -462,8 +532,19 @@ def run(settings: Settings, kubernetes: Kubernetes, prometheus: Api, now: dateti
     interval = rule_interval_or_none(settings, kubernetes, prometheus, now)
     if interval is None:
         return 1
-    pods = [pod for pod in kubernetes.pods() if holds_or_awaits_gpus(pod)]
-    idle, failures = judge_idle(settings, prometheus, pods, now, interval)
+    listed = [pod for pod in kubernetes.pods() if is_live(pod)]
+    claims, failures = resource_claims(settings, kubernetes, listed)
+    held = {pod["metadata"]["name"]: holds_gpus(pod, claims) for pod in listed}
+    # Pods whose claims cannot be told are not judged, yet kept among the GPU pods: as siblings
+    # that are not idle, they keep their owner from being scaled to zero.
+    pods = [pod for pod in listed if held[pod["metadata"]["name"]] is not False]
+    for pod in pods:
+        name = pod["metadata"]["name"]
+        if held[name] is None and is_running(pod):
+            log(f"{namespace}/{name}: could not tell whether its ResourceClaims hold GPUs")
+    judgeable = [pod for pod in pods if held[pod["metadata"]["name"]]]
+    idle, judge_failures = judge_idle(settings, prometheus, judgeable, now, interval)
+    failures += judge_failures
     log(
         f"{namespace}: {len(pods)} GPU pod(s), {len(idle)} idle past their limit (below"
         f" {settings.idle_percent:g}% busy)"
@@ -498,6 +579,23 @@ def run(settings: Settings, kubernetes: Kubernetes, prometheus: Api, now: dateti
             failures += 1
             log(f"{judged.what(namespace)}; could not end it: {error}")
     return failures
+
+
+def resource_claims(
+    settings: Settings, kubernetes: Kubernetes, pods: Iterable[Object]
+) -> tuple[dict[str, Object] | None, int]:
+    """The namespace's ResourceClaims by name, read only when a pod has claims (none when no
+    pod has), and how many reads failed; None, after saying why, when they could not be read."""
+    if not any(has_claims(pod) for pod in pods):
+        return {}, 0
+    try:
+        return kubernetes.resource_claims(), 0
+    except (OSError, ValueError, KeyError) as error:
+        log(
+            f"{settings.namespace}: could not list its ResourceClaims: {error}; judging no pod"
+            " by its claims"
+        )
+        return None, 1
 
 
 def rule_interval_or_none(

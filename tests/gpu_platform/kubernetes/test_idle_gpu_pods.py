@@ -157,6 +157,7 @@ def test_a_warning_role_may_annotate_pods_and_end_nothing(plan) -> None:
     assert enforcer(plan, ROLE).inputs["rules"] == [
         {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]},
         {"apiGroups": [""], "resources": ["events"], "verbs": ["create"]},
+        {"apiGroups": ["resource.k8s.io"], "resources": ["resourceclaims"], "verbs": ["list"]},
         {"apiGroups": [""], "resources": ["pods"], "verbs": ["patch"]},
     ]
 
@@ -170,6 +171,7 @@ def test_an_ending_role_allows_exactly_the_reapers_calls(dev_config, plan_for) -
     assert enforcer(plan, ROLE).inputs["rules"] == [
         {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]},
         {"apiGroups": [""], "resources": ["events"], "verbs": ["create"]},
+        {"apiGroups": ["resource.k8s.io"], "resources": ["resourceclaims"], "verbs": ["list"]},
         {"apiGroups": [""], "resources": ["pods"], "verbs": ["delete"]},
         {
             "apiGroups": ["apps"],

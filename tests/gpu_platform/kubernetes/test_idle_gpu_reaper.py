@@ -66,6 +66,10 @@ class FakeKubernetes:
     events: list[Object] = field(default_factory=list)
     annotated: list[tuple[str, Object]] = field(default_factory=list)
     """(pod, merge patch) for each pod patched."""
+    claims: list[Object] = field(default_factory=list)
+    """The namespace's ResourceClaims."""
+    claims_status: int = 200
+    """What a list of them gets."""
 
     def answer(self, method: str, path: str, body: Any) -> tuple[int, Any]:
         url = urllib.parse.urlsplit(path)
@@ -78,10 +82,14 @@ class FakeKubernetes:
             self.annotated.append((match[1], body))
             return 200, {"kind": "Pod"}
         if (method, url.path) == ("GET", f"{core}/pods"):
-            start = int(query.get("continue", "0"))
-            end = start + min(int(query["limit"]), self.page_size)
-            more = {"continue": str(end)} if end < len(self.pods) else {}
-            return 200, {"items": self.pods[start:end], "metadata": more}
+            return 200, self._page(self.pods, query)
+        if (method, url.path) == (
+            "GET",
+            f"/apis/resource.k8s.io/v1/namespaces/{NAMESPACE}/resourceclaims",
+        ):
+            if self.claims_status != 200:
+                return self.claims_status, {"kind": "Status"}
+            return 200, self._page(self.claims, query)
         if (method, url.path) in {
             ("POST", f"{core}/events"),
             ("POST", f"/api/v1/namespaces/{REAPER_NAMESPACE}/events"),
@@ -104,6 +112,12 @@ class FakeKubernetes:
                 self.scaled.append((resource, name, body))
                 return 200, {"kind": "Scale"}
         return 404, {"kind": "Status", "reason": "NotFound"}
+
+    def _page(self, items: list[Object], query: dict[str, str]) -> Object:
+        start = int(query.get("continue", "0"))
+        end = start + min(int(query["limit"]), self.page_size)
+        more = {"continue": str(end)} if end < len(items) else {}
+        return {"items": items[start:end], "metadata": more}
 
 
 @dataclass
@@ -235,6 +249,43 @@ def gpu_pod(
         "metadata": metadata,
         "spec": {"containers": [container]},
         "status": {"phase": phase, "startTime": started},
+    }
+
+
+def claiming_pod(
+    name: str,
+    *,
+    owned_by: Object | None = None,
+    phase: str = "Running",
+    generated: bool = True,
+) -> Object:
+    """A pod that asks for no `nvidia.com/` resource and claims a device through the namespace's
+    ResourceClaimTemplate `gpu-l4`, as docs/dra.md shows; `generated`: whether Kubernetes has
+    named the claim it generated in the pod's status."""
+    pod = gpu_pod(name, owned_by=owned_by, phase=phase, limits={"cpu": "4"})
+    pod["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": "gpu-l4"}]
+    pod["spec"]["containers"][0]["resources"]["claims"] = [{"name": "gpu"}]
+    if generated:
+        pod["status"]["resourceClaimStatuses"] = [
+            {"name": "gpu", "resourceClaimName": f"{name}-gpu-x7k2p"}
+        ]
+    return pod
+
+
+def claim(pod: str, driver: str | None = "gpu.nvidia.com", **result: Any) -> Object:
+    """The ResourceClaim generated for the pod's claim `gpu`, allocated one device of `driver`
+    (None: not allocated yet), as resource.k8s.io/v1 gives it."""
+    metadata = {"name": f"{pod}-gpu-x7k2p", "namespace": NAMESPACE}
+    spec = {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "x"}}]}}
+    if driver is None:
+        return {"apiVersion": "resource.k8s.io/v1", "metadata": metadata, "spec": spec}
+    device = {"request": "gpu", "driver": driver, "pool": "ip-10-0-1-17", "device": "gpu-0"}
+    allocation = {"devices": {"results": [{**device, **result}]}}
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "metadata": metadata,
+        "spec": spec,
+        "status": {"allocation": allocation},
     }
 
 
@@ -425,6 +476,125 @@ def test_every_page_of_pods_is_judged(reap, kubernetes, prometheus) -> None:
     reap()
 
     assert kubernetes.deleted == [("notebook-4", "uid-notebook-4")]
+
+
+# --- Pods that claim their GPUs (DRA) ---------------------------------------------------------
+
+# A network device's DRA driver, beside NVIDIA's `gpu.nvidia.com`.
+OTHER_DRIVER = "net.example.com"
+
+
+def test_an_idle_pod_holding_a_gpu_claim_is_deleted(reap, kubernetes, prometheus) -> None:
+    kubernetes.pods = [claiming_pod("notebook")]
+    kubernetes.claims = [claim("notebook")]
+    prometheus.idle = {60: ["notebook"]}
+
+    reap()
+
+    assert kubernetes.deleted == [("notebook", "uid-notebook")]
+
+
+def test_a_busy_pod_holding_a_gpu_claim_is_left_alone(reap, kubernetes, prometheus) -> None:
+    kubernetes.pods = [claiming_pod("training")]
+    kubernetes.claims = [claim("training")]
+    prometheus.idle = {60: []}
+
+    reap()
+
+    assert (kubernetes.deleted, len(prometheus.queries)) == ([], 1)
+
+
+def test_a_pod_whose_claim_another_driver_allocated_is_not_judged(
+    reap, kubernetes, prometheus
+) -> None:
+    kubernetes.pods = [claiming_pod("fabric")]
+    kubernetes.claims = [claim("fabric", OTHER_DRIVER)]
+    prometheus.idle = {60: ["fabric"]}
+
+    reap()
+
+    assert (kubernetes.deleted, prometheus.queries) == ([], [])
+
+
+def test_a_claim_with_admin_access_to_a_gpu_is_not_the_pods_gpu(
+    reap, kubernetes, prometheus
+) -> None:
+    kubernetes.pods = [claiming_pod("monitor")]
+    kubernetes.claims = [claim("monitor", adminAccess=True)]
+    prometheus.idle = {60: ["monitor"]}
+
+    reap()
+
+    assert (kubernetes.deleted, prometheus.queries) == ([], [])
+
+
+def test_a_resource_claim_the_pod_names_itself_is_read(reap, kubernetes, prometheus) -> None:
+    pod = claiming_pod("notebook", generated=False)
+    pod["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": "shared-l4"}]
+    shared = claim("notebook")
+    shared["metadata"]["name"] = "shared-l4"
+    kubernetes.pods, kubernetes.claims = [pod], [shared]
+    prometheus.idle = {60: ["notebook"]}
+
+    reap()
+
+    assert kubernetes.deleted == [("notebook", "uid-notebook")]
+
+
+@pytest.mark.parametrize(
+    "generated", [False, True], ids=["claim not generated yet", "claim not allocated yet"]
+)
+def test_a_deployment_with_a_pod_whose_claim_cannot_be_told_yet_is_not_scaled(
+    reap, kubernetes, prometheus, generated: bool
+) -> None:
+    kubernetes.apps[("deployments", "inference")] = workload("Deployment", "inference")
+    kubernetes.apps[("replicasets", "inference-7f9c")] = workload(
+        "ReplicaSet", "inference-7f9c", owner("Deployment", "inference")
+    )
+    replica_set = owner("ReplicaSet", "inference-7f9c")
+    running = claiming_pod("inference-a", owned_by=replica_set)
+    waiting = claiming_pod(
+        "inference-b", owned_by=replica_set, phase="Pending", generated=generated
+    )
+    kubernetes.pods = [running, waiting]
+    kubernetes.claims = [claim("inference-a"), *([claim("inference-b", None)] if generated else [])]
+    prometheus.idle = {60: ["inference-a"]}
+
+    reap()
+
+    assert kubernetes.scaled == []
+
+
+def test_every_page_of_resource_claims_is_read(reap, kubernetes, prometheus) -> None:
+    kubernetes.page_size = 2
+    kubernetes.pods = [claiming_pod(f"notebook-{i}") for i in range(5)]
+    kubernetes.claims = [claim(f"notebook-{i}") for i in range(5)]
+    prometheus.idle = {60: ["notebook-4"]}
+
+    reap()
+
+    assert kubernetes.deleted == [("notebook-4", "uid-notebook-4")]
+
+
+def test_claims_that_cannot_be_read_judge_no_claiming_pod_and_fail_the_run(
+    reap, kubernetes, prometheus
+) -> None:
+    kubernetes.pods = [claiming_pod("claimed"), gpu_pod("counted")]
+    kubernetes.claims = [claim("claimed")]
+    kubernetes.claims_status = 403
+    prometheus.idle = {60: ["claimed", "counted"]}
+
+    failures = reap()
+
+    assert (failures, kubernetes.deleted) == (1, [("counted", "uid-counted")])
+
+
+def test_claims_are_not_read_where_no_pod_has_one(reap, kubernetes, prometheus) -> None:
+    kubernetes.pods = [gpu_pod("notebook")]
+    kubernetes.claims_status = 403
+    prometheus.idle = {60: ["notebook"]}
+
+    assert reap() == 0
 
 
 # --- Each pod's limit ----------------------------------------------------------------------
@@ -795,15 +965,10 @@ QUERY_CASES = {
 }
 
 
-@pytest.mark.parametrize(("values", "found"), QUERY_CASES.values(), ids=QUERY_CASES.keys())
-def test_the_query_finds_a_pod_only_when_idle_throughout_with_readings_at_both_ends(
-    tmp_path: Path, values: str, found: bool
-) -> None:
+def query_test(tmp_path: Path, series: str, values: str, found: bool) -> Any:
+    """promtool's run of a test that the reaper's query, over the platform's recording rule and
+    one exporter series, finds the pod `notebook-0` at 90m (`found`) or nothing."""
     write_default_rules(tmp_path)
-    series = (
-        'DCGM_FI_DEV_GPU_UTIL{job="nvidia-dcgm-exporter", gpu="0", namespace="ml-sandbox",'
-        ' pod="notebook-0", container="jupyter"}'
-    )
     unit_test = {
         "rule_files": ["gpu-alerts.yaml"],
         "evaluation_interval": "1m",
@@ -825,7 +990,46 @@ def test_the_query_finds_a_pod_only_when_idle_throughout_with_readings_at_both_e
     }
     path = tmp_path / "reaper.test.yaml"
     path.write_text(yaml.safe_dump(unit_test, sort_keys=False))
+    return promtool("test", "rules", path)
 
-    result = promtool("test", "rules", path)
+
+@pytest.mark.parametrize(("values", "found"), QUERY_CASES.values(), ids=QUERY_CASES.keys())
+def test_the_query_finds_a_pod_only_when_idle_throughout_with_readings_at_both_ends(
+    tmp_path: Path, values: str, found: bool
+) -> None:
+    series = (
+        'DCGM_FI_DEV_GPU_UTIL{job="nvidia-dcgm-exporter", gpu="0", namespace="ml-sandbox",'
+        ' pod="notebook-0", container="jupyter"}'
+    )
+
+    result = query_test(tmp_path, series, values, found)
+
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+# A GPU that a pod claimed through DRA, as the exporter the GPU Operator v26.7.0 pins
+# (4.6.0-4.8.3) labels it with KUBERNETES_ENABLE_DRA: the pod's `pod`, `namespace` and
+# `container`, as for a counted GPU, and the claim's `dra_*` labels (dcgm-exporter 7ad58324,
+# internal/pkg/transformation/kubernetes.go `Process`, const.go). Without the ResourceSlices
+# that map the claimed device to its GPU, the series keeps none of them.
+DRA_GPU_SERIES = (
+    'DCGM_FI_DEV_GPU_UTIL{job="nvidia-dcgm-exporter", gpu="0", namespace="ml-sandbox",'
+    ' pod="notebook-0", container="jupyter", dra_claim_name="notebook-0-gpu-x7k2p",'
+    ' dra_claim_namespace="ml-sandbox", dra_driver_name="gpu.nvidia.com",'
+    ' dra_pool_name="ip-10-0-1-17", dra_device_name="gpu-0"}'
+)
+UNATTRIBUTED_DRA_GPU_SERIES = 'DCGM_FI_DEV_GPU_UTIL{job="nvidia-dcgm-exporter", gpu="0"}'
+
+
+def test_the_query_finds_a_pod_whose_claimed_gpu_is_idle(tmp_path: Path) -> None:
+    result = query_test(tmp_path, DRA_GPU_SERIES, IDLE_FOR_90_MINUTES, found=True)
+
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_query_finds_no_pod_where_the_exporter_did_not_attribute_its_gpu(
+    tmp_path: Path,
+) -> None:
+    result = query_test(tmp_path, UNATTRIBUTED_DRA_GPU_SERIES, IDLE_FOR_90_MINUTES, found=False)
 
     assert result.returncode == 0, result.stdout + result.stderr
