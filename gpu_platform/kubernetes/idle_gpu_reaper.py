@@ -178,8 +178,15 @@ class Kubernetes:
         return self._list("v1", "pods")
 
     def resource_claims(self) -> dict[str, Object]:
-        """The namespace's ResourceClaims, by name."""
-        claims = self._list("resource.k8s.io/v1", "resourceclaims")
+        """The namespace's ResourceClaims, by name: as `resource.k8s.io/v1`, or where the
+        cluster serves no v1 (Kubernetes 1.33), as v1beta1, whose allocation results carry the
+        same `driver` and `adminAccess`."""
+        try:
+            claims = self._list("resource.k8s.io/v1", "resourceclaims")
+        except urllib.error.HTTPError as error:
+            if error.code != 404:
+                raise
+            claims = self._list("resource.k8s.io/v1beta1", "resourceclaims")
         return {claim["metadata"]["name"]: claim for claim in claims}
 
     def _list(self, group_version: str, resource: str) -> list[Object]:

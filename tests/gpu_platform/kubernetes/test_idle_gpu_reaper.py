@@ -21,6 +21,7 @@ import yaml
 from gpu_platform.kubernetes import idle_gpu_reaper
 from gpu_platform.kubernetes.idle_gpu_reaper import Api, Kubernetes, Settings, idle_query, run
 from tests.gpu_platform.kubernetes.test_alert_rules import promtool, write_default_rules
+from tests.kubernetes_schemas import validate
 
 NOW = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 NAMESPACE = "ml-sandbox"
@@ -70,6 +71,8 @@ class FakeKubernetes:
     """The namespace's ResourceClaims."""
     claims_status: int = 200
     """What a list of them gets."""
+    claims_version: str = "v1"
+    """The one version of `resource.k8s.io` the server serves."""
 
     def answer(self, method: str, path: str, body: Any) -> tuple[int, Any]:
         url = urllib.parse.urlsplit(path)
@@ -85,7 +88,7 @@ class FakeKubernetes:
             return 200, self._page(self.pods, query)
         if (method, url.path) == (
             "GET",
-            f"/apis/resource.k8s.io/v1/namespaces/{NAMESPACE}/resourceclaims",
+            f"/apis/resource.k8s.io/{self.claims_version}/namespaces/{NAMESPACE}/resourceclaims",
         ):
             if self.claims_status != 200:
                 return self.claims_status, {"kind": "Status"}
@@ -275,18 +278,18 @@ def claiming_pod(
 def claim(pod: str, driver: str | None = "gpu.nvidia.com", **result: Any) -> Object:
     """The ResourceClaim generated for the pod's claim `gpu`, allocated one device of `driver`
     (None: not allocated yet), as resource.k8s.io/v1 gives it."""
-    metadata = {"name": f"{pod}-gpu-x7k2p", "namespace": NAMESPACE}
-    spec = {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "x"}}]}}
-    if driver is None:
-        return {"apiVersion": "resource.k8s.io/v1", "metadata": metadata, "spec": spec}
-    device = {"request": "gpu", "driver": driver, "pool": "ip-10-0-1-17", "device": "gpu-0"}
-    allocation = {"devices": {"results": [{**device, **result}]}}
-    return {
+    claimed: Object = {
         "apiVersion": "resource.k8s.io/v1",
-        "metadata": metadata,
-        "spec": spec,
-        "status": {"allocation": allocation},
+        "kind": "ResourceClaim",
+        "metadata": {"name": f"{pod}-gpu-x7k2p", "namespace": NAMESPACE},
+        "spec": {
+            "devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "l4.x"}}]}
+        },
     }
+    if driver is not None:
+        device = {"request": "gpu", "driver": driver, "pool": "ip-10-0-1-17", "device": "gpu-0"}
+        claimed["status"] = {"allocation": {"devices": {"results": [{**device, **result}]}}}
+    return claimed
 
 
 def workload(kind: str, name: str, owned_by: Object | None = None) -> Object:
@@ -574,6 +577,27 @@ def test_every_page_of_resource_claims_is_read(reap, kubernetes, prometheus) -> 
     reap()
 
     assert kubernetes.deleted == [("notebook-4", "uid-notebook-4")]
+
+
+@pytest.mark.parametrize("minor", ["1.34", "1.36"])
+def test_the_claims_and_pods_the_fake_serves_are_objects_kubernetes_takes(minor: str) -> None:
+    pod = {"apiVersion": "v1", "kind": "Pod", **claiming_pod("notebook")}
+
+    for obj in (pod, claim("notebook"), claim("monitor", adminAccess=True), claim("x", None)):
+        validate(obj, minor)
+
+
+def test_claims_are_read_as_v1beta1_where_the_cluster_serves_no_v1(
+    reap, kubernetes, prometheus
+) -> None:
+    kubernetes.claims_version = "v1beta1"
+    kubernetes.pods = [claiming_pod("notebook")]
+    kubernetes.claims = [claim("notebook")]
+    prometheus.idle = {60: ["notebook"]}
+
+    reap()
+
+    assert kubernetes.deleted == [("notebook", "uid-notebook")]
 
 
 def test_claims_that_cannot_be_read_judge_no_claiming_pod_and_fail_the_run(
