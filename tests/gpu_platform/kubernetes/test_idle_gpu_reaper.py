@@ -19,6 +19,7 @@ import pytest
 import yaml
 
 from gpu_platform.kubernetes import idle_gpu_reaper
+from gpu_platform.kubernetes.idle_gpu_pods import HOME_ROLE_RULES, ROLE_RULES
 from gpu_platform.kubernetes.idle_gpu_reaper import Api, Kubernetes, Settings, idle_query, run
 from tests.gpu_platform.kubernetes.test_alert_rules import promtool, write_default_rules
 from tests.kubernetes_schemas import validate
@@ -73,9 +74,12 @@ class FakeKubernetes:
     """What a list of them gets."""
     claims_version: str = "v1"
     """The one version of `resource.k8s.io` the server serves."""
+    calls: list[tuple[str, str]] = field(default_factory=list)
+    """(method, path) of each call, in order."""
 
     def answer(self, method: str, path: str, body: Any) -> tuple[int, Any]:
         url = urllib.parse.urlsplit(path)
+        self.calls.append((method, url.path))
         query = dict(urllib.parse.parse_qsl(url.query))
         core = f"/api/v1/namespaces/{NAMESPACE}"
         apps = f"/apis/apps/v1/namespaces/{NAMESPACE}"
@@ -913,6 +917,59 @@ def test_each_action_is_recorded_as_an_event_on_what_was_acted_on(
         "IdleGpu",
         "Pod notebook-0 held GPUs below 5% busy for 60 minutes, its limit"
         " (gpu-platform.io/max-idle-minutes); scaled StatefulSet notebook to 0 replicas.",
+    )
+
+
+# --- What its Role allows ----------------------------------------------------------------------
+
+VERBS = {"POST": "create", "PATCH": "patch", "DELETE": "delete"}
+
+
+def permission(method: str, path: str) -> tuple[str, str, str, str]:
+    """The namespace, API group, resource (with its subresource) and verb that Kubernetes'
+    authorizer checks for a call to `path`."""
+    match = re.fullmatch(
+        r"/(?:api/v1|apis/([^/]+)/[^/]+)/namespaces/([^/]+)/([^/]+)(/[^/]+)?(/[^/]+)?", path
+    )
+    assert match, path
+    group, namespace, resource, name, subresource = match.groups()
+    verb = VERBS.get(method) or ("get" if name else "list")
+    return namespace, group or "", resource + (subresource or ""), verb
+
+
+def allows(rules: list[dict[str, list[str]]], group: str, resource: str, verb: str) -> bool:
+    return any(
+        group in rule["apiGroups"] and resource in rule["resources"] and verb in rule["verbs"]
+        for rule in rules
+    )
+
+
+@pytest.mark.parametrize("settings", [SETTINGS, WARN], ids=["end", "warn"])
+def test_the_role_allows_every_call_a_run_makes(reap, kubernetes, prometheus, settings) -> None:
+    kubernetes.pods = [
+        claiming_pod("claimed"),
+        gpu_pod("counted"),
+        *deployment_pods(kubernetes, "inference", "inference-7f9c-abcde"),
+    ]
+    kubernetes.claims = [claim("claimed")]
+    prometheus.idle = {60: ["claimed", "counted", "inference-7f9c-abcde"]}
+
+    reap(settings)
+
+    refused = [
+        (method, path)
+        for method, path in kubernetes.calls
+        for namespace, group, resource, verb in [permission(method, path)]
+        if not allows(
+            ROLE_RULES[settings.action] if namespace == NAMESPACE else HOME_ROLE_RULES,
+            group,
+            resource,
+            verb,
+        )
+    ]
+    assert refused == []
+    assert ("GET", "/apis/resource.k8s.io/v1/namespaces/ml-sandbox/resourceclaims") in (
+        kubernetes.calls
     )
 
 
