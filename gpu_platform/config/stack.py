@@ -16,6 +16,7 @@ from gpu_platform.config.operator import MonitoringSpec, OperatorSpec
 from gpu_platform.config.pools import GpuPoolSpec
 from gpu_platform.config.queues import QueuesSpec
 from gpu_platform.config.tenants import TenantNamespaceSpec
+from gpu_platform.kubernetes.dra_names import DRA_DRIVER_NAMESPACE
 
 
 class StackConfig(Model):
@@ -79,10 +80,6 @@ class StackConfig(Model):
         if self.queues.enabled:
             found.add(self.queues.namespace)
         if any(pool.allocation == "dra" for pool in self.pools):
-            # Imported here: the DRA driver's module imports this model, and only a stack with a
-            # DRA pool installs its release.
-            from gpu_platform.kubernetes.dra_driver import DRA_DRIVER_NAMESPACE
-
             found.add(DRA_DRIVER_NAMESPACE)
         return sorted(found)
 

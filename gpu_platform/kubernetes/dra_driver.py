@@ -43,14 +43,13 @@ from gpu_platform.kubernetes.dra_devices import (
     device_class_selector,
     dra_models,
 )
+from gpu_platform.kubernetes.dra_names import DRA_DRIVER_NAMESPACE
 from gpu_platform.kubernetes.operator_values import gpu_node_tolerations
 from gpu_platform.kubernetes.pod_security import pod_security_labels
 from gpu_platform.lock.images import pinned_version
 from gpu_platform.node_identity import POOL_LABEL, ResolvedPool
 from gpu_platform.platform_images import DRA_DRIVER_IMAGE
 from gpu_platform.versions import DRA_DRIVER_CHART
-
-DRA_DRIVER_NAMESPACE = "nvidia-dra-driver-gpu"
 
 
 def dra_driver_values(pools: Sequence[ResolvedPool]) -> dict[str, object]:

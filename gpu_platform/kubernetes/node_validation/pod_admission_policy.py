@@ -90,7 +90,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from gpu_platform.config import Cloud, StackConfig
-from gpu_platform.kubernetes.dra_driver import DRA_DRIVER_NAMESPACE
+from gpu_platform.kubernetes.dra_names import DRA_DRIVER_NAMESPACE
 from gpu_platform.kubernetes.node_validation.admission_policy import core_rules, denying, quoted
 from gpu_platform.kubernetes.node_validation.names import (
     FAILED_TAINT_KEY,
