@@ -7,8 +7,10 @@ count. The platform gives each GPU model of its DRA pools a class, `<model>.gpu-
 and caps each tenant's devices of it in the namespace's ResourceQuota; NVIDIA's DRA driver's own
 classes, `gpu.nvidia.com` and `mig.nvidia.com` (nvidia-dra-driver-gpu v25.12.0
 templates/deviceclass-gpu.yaml, deviceclass-mig.yaml), and `vfio.gpu.nvidia.com`
-(deviceclass-vfio-gpu.yaml) take a GPU of any model and are capped at 0 there. A request is
-judged where it names a class of either kind:
+(deviceclass-vfio-gpu.yaml) take a GPU of any model and are capped at 0 there (but
+`gpu.nvidia.com` from Kubernetes 1.36 on a stack without DRA pools, where its devices count as
+`nvidia.com/gpu`: gpu_platform/kubernetes/dra_devices.py). A request is judged where it names a
+class of either kind:
 - not through the driver's own classes, which take any model and which the tenants' quotas
   hold at nothing;
 - an exact count (`allocationMode: ExactCount`, the default, with `count`, 1 by default) of at
@@ -234,9 +236,10 @@ def _request_problems(at: str, request: Mapping[str, Any]) -> Iterator[str]:
     if device_class in DRIVER_CLASSES:
         yield (
             f"{at}.deviceClassName is {shown(device_class)}, NVIDIA's DRA driver's class of GPUs"
-            " of any model, which the tenants' quotas hold at none. Fix: claim through the class"
-            f" of the model, `<model>{PLATFORM_CLASS_SUFFIX}` (the stack's gpuModels output names"
-            " it)."
+            " of any model, which the tenants' quotas hold at none (but gpu.nvidia.com from"
+            " Kubernetes 1.36 on a stack without DRA pools, counted as nvidia.com/gpu). Fix: claim"
+            f" through the class of the model, `<model>{PLATFORM_CLASS_SUFFIX}` (the stack's"
+            " gpuModels output names it)."
         )
     mode = text(request, "allocationMode") or "ExactCount"
     if mode != "ExactCount":
