@@ -939,14 +939,15 @@ CORNER_STACKS: dict[str, Config] = {
             "overrides": {key: value for o in OPERATOR_OVERRIDES for key, value in o.items()}
         },
     },
-    "EKS Auto Mode turned on at creation": {
+    # From 1.36 Auto Mode's nodes may run AWS's NVIDIA DRA driver, which tenants' quotas allow.
+    "EKS Auto Mode turned on at creation, at Kubernetes 1.36": {
         "aws:region": AWS_REGION,
         "gpu-platform:cloud": "aws",
         "gpu-platform:cluster": {
             "name": "ml-sweep",
             "region": AWS_REGION,
             "create": {
-                "kubernetesVersion": STAND_IN_KUBERNETES_VERSION,
+                "kubernetesVersion": "1.36",
                 "endpoint": {"access": "public", "publicCidrs": ["203.0.113.0/24"]},
                 "administrators": ["arn:aws:iam::123456789012:role/platform-admins"],
             },

@@ -46,11 +46,16 @@ def dra_pools(config: StackConfig) -> list[tuple[int, GpuPoolSpec]]:
     return [(i, pool) for i, pool in enumerate(config.pools) if pool.allocation == DRA]
 
 
+def kubernetes_minor(version: str) -> tuple[int, int]:
+    """The major and minor of Kubernetes `version` (`1.35`, or GKE's `1.35.6-gke.1163000`)."""
+    major, minor = (int(part) for part in version.split(".")[:2])
+    return major, minor
+
+
 def serves_dra(version: str) -> bool:
     """Whether a cluster at Kubernetes `version` (`1.35`, or GKE's `1.35.6-gke.1163000`) serves
     resource.k8s.io/v1."""
-    major, minor = (int(part) for part in version.split(".")[:2])
-    return (major, minor) >= DRA_MIN_KUBERNETES
+    return kubernetes_minor(version) >= DRA_MIN_KUBERNETES
 
 
 def dra_version_problems(config: StackConfig, version: str, source: str) -> Iterator[ConfigProblem]:

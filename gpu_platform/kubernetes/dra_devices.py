@@ -15,7 +15,7 @@ v1.34 to v1.36).
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from gpu_platform.config.dra_rules import serves_dra
+from gpu_platform.config.dra_rules import kubernetes_minor, serves_dra
 from gpu_platform.node_identity import ResolvedPool
 
 DRIVER = "gpu.nvidia.com"
@@ -89,9 +89,9 @@ def device_quota_key(device_class: str) -> str:
 
 # The DeviceClasses the chart installs (templates/deviceclass-gpu.yaml, deviceclass-mig.yaml,
 # deviceclass-vfio-gpu.yaml at v25.12.0), which select GPUs, MIG devices and GPUs for VM
-# passthrough of every model: capped at 0 in every tenant namespace, as a quota caps only the
-# classes it names and a claim through them would take any model uncounted. Tenants claim
-# through the classes of the models.
+# passthrough of every model: capped at 0 in every tenant namespace (gpu.nvidia.com from
+# Kubernetes 1.36 aside, below), as a quota caps only the classes it names and a claim through
+# them would take any model uncounted. Tenants claim through the classes of the models.
 #
 # Capped on every cluster that serves resource.k8s.io/v1, DRA pools or not: a driver the platform
 # does not install may publish GPUs there, and a claim takes them outside `gpuQuota`, which
@@ -102,16 +102,49 @@ def device_quota_key(device_class: str) -> str:
 # class that does not exist caps nothing and refuses nothing.
 CHART_DEVICE_CLASSES = ("gpu.nvidia.com", "mig.nvidia.com", "vfio.gpu.nvidia.com")
 
+# The chart's class `gpu.nvidia.com` maps the extended resource `nvidia.com/gpu`
+# (templates/deviceclass-gpu.yaml at v25.12.0: `extendedResourceName: nvidia.com/gpu` wherever
+# the chart's resource API is resource.k8s.io/v1; mig.nvidia.com and vfio.gpu.nvidia.com map
+# none). Under the feature DRAExtendedResource, alpha and off from Kubernetes 1.34, beta and on
+# by default from 1.36 (pkg/features/kube_features.go), the scheduler gives a pod asking for
+# `nvidia.com/gpu` a node whose GPUs a DRA driver publishes, and creates for it a ResourceClaim
+# through that class in the pod's namespace (KEP-5004). The quota evaluator charges every claim's
+# devices to `<class>.deviceclass.resource.k8s.io/devices`, a generated claim as any other, and
+# with the feature on charges a claim a tenant writes through a class mapping an extended
+# resource to `requests.<resource>` too; a generated claim is not charged there when its pod
+# asks for the resource itself, as the pod already counts it (pkg/quota/v1/evaluator/core/
+# resource_claims.go, `setResourceQuantity`, and its test cases "explicit-extended-resource-
+# claim" and "simple": read in kubernetes/kubernetes revisions with DRAExtendedResource, not at a
+# release tag). So from 1.36 a cap of 0 there would refuse the claim of every GPU pod on a node
+# whose GPUs a DRA driver manages, which Auto Mode's nodes may be; and every device of the class
+# is counted as `nvidia.com/gpu`, by the claim or by its pod: capped at the namespace's figure of
+# `nvidia.com/gpu`, the class refuses nothing that figure admits, and still caps claims through it
+# where a class of that name maps nothing. Not verified: that Auto Mode's class is named and maps as
+# the chart's (AWS publishes neither), and the behaviour on a running 1.36 cluster.
+#
+# Not on a stack with DRA pools, where the class is the platform's own chart's, whose kubelet
+# plugin runs only on DRA pools' nodes: there tenants claim a model through its class, capped
+# at `gpuQuota`, and the class that takes any model stays at 0, so a pod asking for
+# `nvidia.com/gpu` that tolerates a DRA pool's taint is not given one of its GPUs in a tenant
+# namespace (its claim is refused; it stays Pending, as before 1.36, where no node fits it).
+EXTENDED_RESOURCE_CLASS = "gpu.nvidia.com"
+EXTENDED_RESOURCE_MIN_KUBERNETES = (1, 36)
 
-def device_quota(gpu_quota: int, models: Sequence[str], kubernetes_version: str) -> dict[str, str]:
+
+def device_quota(
+    gpu_quota: int, counted_gpus: str, models: Sequence[str], kubernetes_version: str
+) -> dict[str, str]:
     """A tenant namespace's quota of DRA devices on a cluster at `kubernetes_version`: from
     Kubernetes 1.34, where resource.k8s.io/v1 is served, the chart's classes at 0 and, where the
-    stack has DRA pools of `models`, each model's class at `gpu_quota` (its `gpuQuota`); before
-    it, nothing."""
+    stack has DRA pools of `models`, each model's class at `gpu_quota` (its `gpuQuota`); from
+    1.36, where the stack has none, the chart's `gpu.nvidia.com` at `counted_gpus`, the
+    namespace's cap of `nvidia.com/gpu`; before 1.34, nothing."""
     if not serves_dra(kubernetes_version):
         return {}
     hard = {device_quota_key(device_class_name(model)): str(gpu_quota) for model in models}
     hard.update(dict.fromkeys(map(device_quota_key, CHART_DEVICE_CLASSES), "0"))
+    if not models and kubernetes_minor(kubernetes_version) >= EXTENDED_RESOURCE_MIN_KUBERNETES:
+        hard[device_quota_key(EXTENDED_RESOURCE_CLASS)] = counted_gpus
     return hard
 
 

@@ -133,7 +133,9 @@ class GpuTenantNamespace(pulumi.ComponentResource):
             opts=child,
         )
         hard = gpu_quota(spec, args.pools, args.kubernetes_version)
-        quota_hard = hard if args.queues is None else with_borrowing(spec, hard, args.pools)
+        quota_hard = gpu_quota(
+            spec, args.pools, args.kubernetes_version, queued=args.queues is not None
+        )
         quota = core.v1.ResourceQuota(
             f"{name}-{QUOTA_NAME}",
             metadata={"name": QUOTA_NAME, "namespace": namespace.metadata.name},
@@ -248,7 +250,10 @@ def limit_range_spec() -> dict[str, Any]:
 
 
 def gpu_quota(
-    spec: TenantNamespaceSpec, pools: Sequence[ResolvedPool], kubernetes_version: str
+    spec: TenantNamespaceSpec,
+    pools: Sequence[ResolvedPool],
+    kubernetes_version: str,
+    queued: bool = False,
 ) -> dict[str, str]:
     """`requests.<resource>` for each GPU resource a pod of the namespace could ask for:
     `nvidia.com/gpu` at `gpuQuota` where the stack has exclusive pools or no shared ones, else at
@@ -266,10 +271,16 @@ def gpu_quota(
     added to it would let pods take as many more whole GPUs: `gpuQuota` alone caps both there,
     each replica counted as a GPU (config validation refuses a `sharedGpuQuota` there).
 
+    Where the namespace's jobs go through Kueue (`queued`), each GPU resource is allowed what
+    the namespace may borrow (`with_borrowing`).
+
     On a cluster at `kubernetes_version` 1.34 or later, where ResourceClaims are served, NVIDIA's
     DRA driver's own classes, which take any model, are capped at 0, whether the stack has DRA
     pools or not: a driver the platform does not install (EKS Auto Mode's, from 1.36) may
-    publish GPUs there (`gpu_platform.kubernetes.dra_devices`). Where the stack has DRA pools,
+    publish GPUs there (`gpu_platform.kubernetes.dra_devices`). From 1.36, where the stack has
+    no DRA pools, the class `gpu.nvidia.com` is capped at the figure of `nvidia.com/gpu`
+    instead: Kubernetes then serves pods asking for `nvidia.com/gpu` through it on such a
+    driver's nodes, and counts its devices as `nvidia.com/gpu`. Where the stack has DRA pools,
     the devices a namespace's ResourceClaims take of each of their models' DeviceClasses are
     capped at `gpuQuota` too, each class on its own (a quota caps each class apart).
 
@@ -282,7 +293,10 @@ def gpu_quota(
     hard = {f"requests.{GPU_RESOURCE}": str(spec.gpu_quota if whole else spec.shared_gpu_quota)}
     for slice_name in MIG_SLICES:
         hard[f"requests.{MIG_RESOURCE_PREFIX}{slice_name}"] = str(spec.mig_quota.get(slice_name, 0))
-    hard.update(device_quota(spec.gpu_quota, dra_models(pools), kubernetes_version))
+    if queued:
+        hard = with_borrowing(spec, hard, pools)
+    counted = hard[f"requests.{GPU_RESOURCE}"]
+    hard.update(device_quota(spec.gpu_quota, counted, dra_models(pools), kubernetes_version))
     return hard
 
 

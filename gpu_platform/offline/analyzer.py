@@ -471,24 +471,44 @@ def _shared_setting_problems(
     policies: Sequence[PolicyInfo], reconciled: Mapping[str, tuple[str, dict[str, Any]]]
 ) -> list[str]:
     """A parameter several policies declare is one setting (the pack's `exemptNamespaces`); the
-    engine configures each policy on its own, so a config can give them different values."""
-    sharing: dict[str, list[str]] = {}
+    engine configures each policy on its own, so a config can give them different values. Each
+    problem ends with the entries to set (`_shared_setting_fix`)."""
+    sharing: dict[str, list[PolicyInfo]] = {}
     for policy in policies:
         for key in policy.config_schema:
-            sharing.setdefault(key, []).append(policy.name)
+            sharing.setdefault(key, []).append(policy)
     problems = []
-    for key, names in sharing.items():
-        values = {json.dumps(_number_as_written(reconciled[name][1].get(key))) for name in names}
-        if len(names) > 1 and len(values) > 1:
-            given = "; ".join(
-                f"{name}: {json.dumps(_number_as_written(reconciled[name][1].get(key)))}"
-                for name in names
-            )
+    for key, sharers in sharing.items():
+        values = {p.name: _number_as_written(reconciled[p.name][1].get(key)) for p in sharers}
+        if len(sharers) > 1 and len({json.dumps(v) for v in values.values()}) > 1:
+            given = "; ".join(f"{name}: {json.dumps(value)}" for name, value in values.items())
             problems.append(
-                f"{key}: one setting for {', '.join(names)}, which the config gives different "
-                f"values ({given}); give each the same"
+                f"{key}: one setting for {', '.join(values)}, which the config gives different "
+                f"values ({given}). {_shared_setting_fix(key, sharers, values)}"
             )
     return problems
+
+
+def _shared_setting_fix(key: str, sharers: Sequence[PolicyInfo], values: Mapping[str, Any]) -> str:
+    """How to give the policies sharing `key` one value: the value of those set apart from
+    their schema's default where they agree (a policy the pack added later has only its default
+    in a config written before it), else a choice among the values given."""
+    chosen = {
+        json.dumps(values[p.name])
+        for p in sharers
+        if values[p.name] != _number_as_written(p.config_schema[key].get("default"))
+    }
+    if len(chosen) != 1:
+        choices = dict.fromkeys(json.dumps(v) for v in values.values())
+        return (
+            f"Fix: choose one of {', '.join(choices)} and set {key} to it in each of"
+            f" {', '.join(values)}"
+        )
+    (value,) = chosen
+    entries = ", ".join(
+        f'"{name}": {{"{key}": {value}}}' for name in values if json.dumps(values[name]) != value
+    )
+    return f"Fix: set {key} to {value} in each: {entries}"
 
 
 def _number_as_written(value: Any) -> Any:

@@ -7,8 +7,10 @@ count. The platform gives each GPU model of its DRA pools a class, `<model>.gpu-
 and caps each tenant's devices of it in the namespace's ResourceQuota; NVIDIA's DRA driver's own
 classes, `gpu.nvidia.com` and `mig.nvidia.com` (nvidia-dra-driver-gpu v25.12.0
 templates/deviceclass-gpu.yaml, deviceclass-mig.yaml), and `vfio.gpu.nvidia.com`
-(deviceclass-vfio-gpu.yaml) take a GPU of any model and are capped at 0 there. A request is
-judged where it names a class of either kind:
+(deviceclass-vfio-gpu.yaml) take a GPU of any model and are capped at 0 there (but
+`gpu.nvidia.com` from Kubernetes 1.36 on a stack without DRA pools, where its devices count as
+`nvidia.com/gpu`: gpu_platform/kubernetes/dra_devices.py). A request is judged where it names a
+class of either kind:
 - not through the driver's own classes, which take any model and which the tenants' quotas
   hold at nothing;
 - an exact count (`allocationMode: ExactCount`, the default, with `count`, 1 by default) of at
@@ -23,11 +25,13 @@ A claim of other devices (a network card's driver's) is left alone.
 `gpu-pods-max-claimed-gpus` holds a pod that names claims (`spec.resourceClaims`) to
 `maxGpusPerPod`, as `gpu-pods-max-gpus` holds one that counts GPUs: a stack policy, as a pod's
 claims are other resources. A claim is counted where the pack knows it: a ResourceClaim or
-claim template the stack declares in the pod's namespace, its GPUs counted as `gpu-claims` counts
-them, or, not declared there, one of the platform's own claim templates, `gpu-<model>`, which
-claims one GPU (gpu_platform/kubernetes/dra_devices.py; every tenant namespace of a stack with
-DRA pools has one per model). A claim of `All` is not counted: `gpu-claims` refuses it. A claim
-the pack does not know counts nothing. The GPUs the pod counts as resources are added.
+claim template the stack declares in the pod's namespace (or, where the object or the pod leaves
+its namespace to its provider, the one the stack declares of that kind and name that may be
+there), its GPUs counted as `gpu-claims` counts them, or, not declared there, one of the
+platform's own claim templates, `gpu-<model>` of a model the platform knows, which claims one
+GPU (gpu_platform/kubernetes/dra_devices.py; every tenant namespace of a stack with DRA pools
+has one per model). A claim of `All` is not counted: `gpu-claims` refuses it. A claim the pack
+does not know counts nothing. The GPUs the pod counts as resources are added.
 
 `gpu-claiming-pods-tolerate-gpu-taints` holds a pod that claims GPUs so (a claim the pack knows
 to take GPUs) to tolerating the GPU nodes' taint `nvidia.com/gpu=present:NoSchedule` and the DRA
@@ -79,8 +83,29 @@ CLAIM_TYPES = tuple(
 )
 
 
-# gpu_platform/kubernetes/dra_devices.py, `claim_template_name` (a test keeps them equal).
+# gpu_platform/kubernetes/dra_devices.py, `claim_template_name`, and the models it is made for,
+# `PRODUCT_NAMES` (tests keep them equal): a template of another name (`gpu-direct-nic`) is not
+# the platform's.
 PLATFORM_TEMPLATE_PREFIX = "gpu-"
+PLATFORM_TEMPLATE_MODELS = (
+    "t4",
+    "l4",
+    "a10g",
+    "l40s",
+    "v100",
+    "p4",
+    "p100",
+    "a30",
+    "a100-40gb",
+    "a100-80gb",
+    "h100-80gb",
+    "h100-mega-80gb",
+    "h200-141gb",
+    "b200",
+)
+PLATFORM_TEMPLATES = frozenset(
+    PLATFORM_TEMPLATE_PREFIX + model for model in PLATFORM_TEMPLATE_MODELS
+)
 # A pod's claim names a ResourceClaim or a template to make one from (k8s.io/api core/v1
 # types.go, `PodResourceClaim`).
 POD_CLAIM_KINDS = {
@@ -124,7 +149,12 @@ def claimed_gpus(spec: Any) -> int | None:
 @dataclass(frozen=True)
 class StackClaims:
     """The ResourceClaims and claim templates a stack declares, by kind, namespace (None where
-    the object leaves it to its provider) and name: the GPUs each takes, None for `All`."""
+    the object leaves it to its provider) and name: the GPUs each takes, None for `All`.
+
+    An object or pod without a namespace lands in its provider's default one, which the pack
+    cannot always tell (a pod's provider is not at hand where the CUDA rules judge it): where
+    either leaves its namespace out, a pod's claim is the one object of that kind and name the
+    stack declares that may be in the pod's namespace, and none where several may."""
 
     declared: Mapping[tuple[str, str | None, str], int | None]
 
@@ -151,9 +181,14 @@ class StackClaims:
                 continue
             if (kind, namespace, name) in self.declared:
                 return self.declared[kind, namespace, name]
-            platforms = kind == "ResourceClaimTemplate" and name.startswith(
-                PLATFORM_TEMPLATE_PREFIX
-            )
+            unplaced = [
+                gpus
+                for (k, n, declared_name), gpus in self.declared.items()
+                if (k, declared_name) == (kind, name) and None in (n, namespace)
+            ]
+            if len(unplaced) == 1:
+                return unplaced[0]
+            platforms = kind == "ResourceClaimTemplate" and name in PLATFORM_TEMPLATES
             return 1 if platforms else 0
         return 0
 
@@ -201,9 +236,10 @@ def _request_problems(at: str, request: Mapping[str, Any]) -> Iterator[str]:
     if device_class in DRIVER_CLASSES:
         yield (
             f"{at}.deviceClassName is {shown(device_class)}, NVIDIA's DRA driver's class of GPUs"
-            " of any model, which the tenants' quotas hold at none. Fix: claim through the class"
-            f" of the model, `<model>{PLATFORM_CLASS_SUFFIX}` (the stack's gpuModels output names"
-            " it)."
+            " of any model, which the tenants' quotas hold at none (but gpu.nvidia.com from"
+            " Kubernetes 1.36 on a stack without DRA pools, counted as nvidia.com/gpu). Fix: claim"
+            f" through the class of the model, `<model>{PLATFORM_CLASS_SUFFIX}` (the stack's"
+            " gpuModels output names it)."
         )
     mode = text(request, "allocationMode") or "ExactCount"
     if mode != "ExactCount":

@@ -20,7 +20,14 @@ reads, for each pool's nodes as the planned resources label them when they join:
   resource_claims.go), a DRA driver the platform does not install (EKS Auto Mode's, from 1.36)
   may publish GPUs whatever the pools: every quota holds NVIDIA's driver's classes
   (nvidia-dra-driver-gpu v25.12.0 templates/deviceclass-*.yaml) at 0, and any other class at
-  no more than the namespace's `gpuQuota`.
+  no more than the namespace's `gpuQuota`;
+- but from 1.36, where DRAExtendedResource is on by default, the scheduler serves a pod asking
+  for `nvidia.com/gpu` on such a driver's nodes through `gpu.nvidia.com`, the chart's class
+  mapping that resource (deviceclass-gpu.yaml, `extendedResourceName`), with a claim in the
+  pod's namespace, and quota counts the class's devices as `nvidia.com/gpu`: on a stack
+  without DRA pools the class is held at exactly the namespace's cap of `nvidia.com/gpu`, so
+  that it refuses no claim that cap admits. A stack with DRA pools keeps it at 0: there it is
+  the platform's own driver's, and tenants claim a model through the model's class.
 """
 
 from collections import Counter
@@ -40,6 +47,7 @@ GPUS = "requests.nvidia.com/gpu"
 MIG_PREFIX = "requests.nvidia.com/mig-"
 DEVICES = ".deviceclass.resource.k8s.io/devices"
 NVIDIA_CLASSES = ("gpu.nvidia.com", "mig.nvidia.com", "vfio.gpu.nvidia.com")
+COUNTED_CLASS = "gpu.nvidia.com"
 
 
 def cluster_minor(config: Mapping[str, Any]) -> tuple[int, int]:
@@ -54,9 +62,13 @@ def cluster_minor(config: Mapping[str, Any]) -> tuple[int, int]:
     return int(major), int(minor)
 
 
-def device_class_problems(name: str, hard: Mapping[str, str], gpu_quota: int) -> list[str]:
+def device_class_problems(
+    name: str, hard: Mapping[str, str], gpu_quota: int, counted: bool
+) -> list[str]:
     """Where namespace `name`'s quota leaves one of NVIDIA's classes uncapped or above 0, or
-    lets a class of a model take more than `gpu_quota`."""
+    lets a class of a model take more than `gpu_quota`; where the `counted` class's devices
+    are counted as `nvidia.com/gpu` (from 1.36, without DRA pools), where its cap is other than
+    the namespace's of `nvidia.com/gpu`."""
     problems = [
         f"namespace {name}: {device_class}{DEVICES} uncapped"
         for device_class in NVIDIA_CLASSES
@@ -65,7 +77,12 @@ def device_class_problems(name: str, hard: Mapping[str, str], gpu_quota: int) ->
     for key, value in hard.items():
         if not key.endswith(DEVICES):
             continue
-        limit = 0 if key.removesuffix(DEVICES) in NVIDIA_CLASSES else gpu_quota
+        device_class = key.removesuffix(DEVICES)
+        if counted and device_class == COUNTED_CLASS:
+            if value != hard.get(GPUS):
+                problems.append(f"namespace {name}: {key} {value}, not its {GPUS} {hard.get(GPUS)}")
+            continue
+        limit = 0 if device_class in NVIDIA_CLASSES else gpu_quota
         if int(value) > limit:
             problems.append(f"namespace {name}: {key} {value} above {limit}")
     return problems
@@ -97,6 +114,7 @@ def quota_problems(plan: Plan, config: Mapping[str, Any]) -> list[str]:
     )
     problems = []
     queued = config.get("gpu-platform:queues", {}).get("enabled", False)
+    dra = any(p.get("allocation") == "dra" for p in config.get("gpu-platform:pools", []))
     for namespace in config.get("gpu-platform:namespaces", []):
         name = namespace["name"]
         # A queued namespace may run what Kueue lets it borrow too, on each pool.
@@ -106,7 +124,8 @@ def quota_problems(plan: Plan, config: Mapping[str, Any]) -> list[str]:
             problems.append(f"namespace {name}: no ResourceQuota")
             continue
         if cluster_minor(config) >= (1, 34):
-            problems += device_class_problems(name, hard, namespace.get("gpuQuota", 0))
+            counted = cluster_minor(config) >= (1, 36) and not dra
+            problems += device_class_problems(name, hard, namespace.get("gpuQuota", 0), counted)
         mig_quota = namespace.get("migQuota", {})
         for slice_name in MIG_SLICES:
             resource = MIG_PREFIX + slice_name

@@ -248,21 +248,26 @@ def test_a_tenant_claims_a_gpu_of_each_model_through_its_template(dra_plan: Plan
     ]
 
 
+# Kubernetes pkg/quota/v1/evaluator/core/resource_claims.go (v1.34 to v1.36): devices claimed
+# per class, `<class>.deviceclass.resource.k8s.io/devices`. dra-dev's ml-team's gpuQuota is 2;
+# the chart's classes, templates/deviceclass-*.yaml at nvidia-dra-driver-gpu v25.12.0, at 0.
+DRA_DEV_DEVICE_CAPS = {
+    "l4.gpu-platform.io.deviceclass.resource.k8s.io/devices": "2",
+    "gpu.nvidia.com.deviceclass.resource.k8s.io/devices": "0",
+    "mig.nvidia.com.deviceclass.resource.k8s.io/devices": "0",
+    "vfio.gpu.nvidia.com.deviceclass.resource.k8s.io/devices": "0",
+}
+
+
+def device_caps(plan: Plan) -> dict[str, str]:
+    (quota,) = plan.of_type("kubernetes:core/v1:ResourceQuota")
+    return {k: v for k, v in quota.inputs["spec"]["hard"].items() if "deviceclass" in k}
+
+
 def test_a_tenants_quota_caps_its_claimed_gpus_per_model_and_none_through_the_charts_classes(
     dra_plan: Plan,
 ) -> None:
-    (quota,) = dra_plan.of_type("kubernetes:core/v1:ResourceQuota")
-    hard = quota.inputs["spec"]["hard"]
-
-    # Kubernetes pkg/quota/v1/evaluator/core/resource_claims.go (v1.34 to v1.36): devices
-    # claimed per class, `<class>.deviceclass.resource.k8s.io/devices`. ml-team's gpuQuota is 2.
-    assert {key: value for key, value in hard.items() if "deviceclass" in key} == {
-        "l4.gpu-platform.io.deviceclass.resource.k8s.io/devices": "2",
-        "gpu.nvidia.com.deviceclass.resource.k8s.io/devices": "0",
-        "mig.nvidia.com.deviceclass.resource.k8s.io/devices": "0",
-        # templates/deviceclass-vfio-gpu.yaml at nvidia-dra-driver-gpu v25.12.0.
-        "vfio.gpu.nvidia.com.deviceclass.resource.k8s.io/devices": "0",
-    }
+    assert device_caps(dra_plan) == DRA_DEV_DEVICE_CAPS
 
 
 def test_a_stack_without_dra_pools_caps_no_class_of_a_model(dev_plan: Plan) -> None:
@@ -311,16 +316,20 @@ def test_the_dra_invariants_hold_of_the_dra_stack_and_catch_a_pool_the_plugin_mi
     assert dra_problems(plan) == ["l4-nodes: the DRA kubelet plugin is not allowed onto its nodes"]
 
 
+def dra_dev_at_1_36() -> Plan:
+    config = copy.deepcopy(stack_config("dra-dev", PROJECT))
+    config["gpu-platform:cluster"]["create"]["kubernetesVersion"] = "1.36"
+    config["gpu-platform:pools"][0]["aws"]["amiReleaseVersion"] = "1.36.2-20260714"
+    return shared_plan("dra-dev", config)
+
+
 def test_at_1_36_a_pod_counting_gpus_stays_off_dra_nodes_and_a_claiming_pod_lands() -> None:
     # From 1.36 (DRAExtendedResource Beta, on by default: kubernetes pkg/features/
     # kube_features.go) the scheduler serves `nvidia.com/gpu` from a DRA node through the
     # `gpu.nvidia.com` class's `extendedResourceName` (nvidia-dra-driver-gpu v25.12.0
     # templates/deviceclass-gpu.yaml), and ExtendedResourceToleration lets such a pod past the
     # GPU taint: only the DRA pool's own taint keeps it off.
-    config = copy.deepcopy(stack_config("dra-dev", PROJECT))
-    config["gpu-platform:cluster"]["create"]["kubernetesVersion"] = "1.36"
-    config["gpu-platform:pools"][0]["aws"]["amiReleaseVersion"] = "1.36.2-20260714"
-    plan = shared_plan("dra-dev", config)
+    plan = dra_dev_at_1_36()
     node_taints = [
         Taint(t["key"], t.get("value", ""), EFFECTS[t["effect"]])
         for t in plan.named("l4-nodes", NODE_GROUP).inputs["taints"]
@@ -334,6 +343,13 @@ def test_at_1_36_a_pod_counting_gpus_stays_off_dra_nodes_and_a_claiming_pod_land
         any(tolerates(t, taint) for t in counting["tolerations"]) for taint in node_taints
     )
     assert all(any(tolerates(t, taint) for t in claiming) for taint in node_taints)
+
+
+def test_at_1_36_a_dra_stack_keeps_the_charts_gpu_class_at_0() -> None:
+    # A pod counting `nvidia.com/gpu` that tolerates the DRA taint would be served through
+    # gpu.nvidia.com, any model: in a tenant namespace it gets GPUs of a DRA pool only through
+    # a model's class, capped at gpuQuota.
+    assert device_caps(dra_dev_at_1_36()) == DRA_DEV_DEVICE_CAPS
 
 
 def test_the_dra_invariants_catch_a_dra_pool_without_its_taint(dra_plan: Plan) -> None:

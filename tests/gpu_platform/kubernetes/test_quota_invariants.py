@@ -6,7 +6,8 @@ from collections.abc import Callable
 
 import pytest
 
-from gpu_platform.offline.program import Plan
+from gpu_platform.offline.program import Plan, run_program
+from gpu_platform.offline.stand_ins import aws as aws_stand_in
 from gpu_platform.stack_files import stack_config
 from tests.conftest import Config, dev_stack_config
 from tests.repository import PROJECT
@@ -91,6 +92,23 @@ def test_an_nvidia_dra_class_uncapped_or_above_0_from_1_34_is_found(dev_plan: Pl
     assert quota_problems(dev_plan, dev_stack_config()) == [
         "namespace ml-sandbox: gpu.nvidia.com.deviceclass.resource.k8s.io/devices uncapped",
         "namespace ml-sandbox: vfio.gpu.nvidia.com.deviceclass.resource.k8s.io/devices 1 above 0",
+    ]
+
+
+def test_from_1_36_a_gpu_class_held_below_the_gpus_a_namespace_may_ask_for_is_found(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # auto-dev has no DRA pool; ml-sandbox's gpuQuota is 4.
+    monkeypatch.setattr(aws_stand_in, "STAND_IN_KUBERNETES_VERSION", "1.36")
+    config = stack_config("auto-dev", PROJECT)
+    plan = run_program("auto-dev", config=config, project=PROJECT)
+    assert quota_problems(plan, config) == []
+
+    hard(plan, "ml-sandbox")["gpu.nvidia.com.deviceclass.resource.k8s.io/devices"] = "0"
+
+    assert quota_problems(plan, config) == [
+        "namespace ml-sandbox: gpu.nvidia.com.deviceclass.resource.k8s.io/devices 0, not its"
+        " requests.nvidia.com/gpu 4"
     ]
 
 

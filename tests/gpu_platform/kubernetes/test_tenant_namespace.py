@@ -268,13 +268,58 @@ def device_class_caps(caps: dict[str, str]) -> dict[str, str]:
     return {k: v for k, v in caps.items() if ".deviceclass." in k}
 
 
-@pytest.mark.parametrize("version", ["1.34", "1.35", "1.36", "1.35.6-gke.1163000"])
-def test_nvidia_dra_classes_are_capped_at_0_without_dra_pools_from_1_34(version: str) -> None:
+@pytest.mark.parametrize("version", ["1.34", "1.35", "1.35.6-gke.1163000"])
+def test_nvidia_dra_classes_are_capped_at_0_without_dra_pools_at_1_34_and_1_35(
+    version: str,
+) -> None:
     spec = TenantNamespaceSpec.model_validate({"name": "team", "gpuQuota": 4})
 
     caps = gpu_quota(spec, [pool(0, {"mode": "exclusive"})], version)
 
     assert device_class_caps(caps) == NVIDIA_CLASSES_AT_0
+
+
+@pytest.mark.parametrize("version", ["1.36", "1.36.1-gke.1000000"])
+def test_from_1_36_the_gpu_class_is_capped_at_the_gpus_a_namespace_may_ask_for(
+    version: str,
+) -> None:
+    spec = TenantNamespaceSpec.model_validate({"name": "team", "gpuQuota": 4})
+
+    caps = gpu_quota(spec, [pool(0, {"mode": "exclusive"})], version)
+
+    # DRAExtendedResource, on by default from 1.36, serves `nvidia.com/gpu` through
+    # gpu.nvidia.com (its `extendedResourceName` in the chart's deviceclass-gpu.yaml) and
+    # counts its devices as `nvidia.com/gpu`; MIG and VFIO classes map nothing.
+    assert device_class_caps(caps) == {
+        "gpu.nvidia.com.deviceclass.resource.k8s.io/devices": "4",
+        "mig.nvidia.com.deviceclass.resource.k8s.io/devices": "0",
+        "vfio.gpu.nvidia.com.deviceclass.resource.k8s.io/devices": "0",
+    }
+
+
+def test_from_1_36_the_gpu_class_follows_replicas_where_pools_only_share() -> None:
+    spec = TenantNamespaceSpec.model_validate({"name": "team", "gpuQuota": 2, "sharedGpuQuota": 12})
+
+    caps = gpu_quota(spec, [pool(0, {"mode": "time-slicing", "replicas": 4})], "1.36")
+
+    # The namespace's pods may ask for 12 `nvidia.com/gpu`: a claim made for one of them is
+    # not refused below that.
+    assert caps["gpu.nvidia.com.deviceclass.resource.k8s.io/devices"] == "12"
+
+
+def test_from_1_36_the_gpu_class_allows_what_a_queued_namespace_borrows() -> None:
+    spec = TenantNamespaceSpec.model_validate(
+        {"name": "team", "gpuQuota": 4, "queue": {"borrowingLimit": 3}}
+    )
+    pools = [pool(0, {"mode": "exclusive"}), pool(1, {"mode": "exclusive"})]
+
+    caps = gpu_quota(spec, pools, "1.36", queued=True)
+
+    # 4, and 3 more borrowed on each of the two pools Kueue admits on.
+    assert (
+        caps["requests.nvidia.com/gpu"],
+        caps["gpu.nvidia.com.deviceclass.resource.k8s.io/devices"],
+    ) == ("10", "10")
 
 
 def test_a_cluster_before_1_34_gets_no_device_class_caps() -> None:
@@ -295,15 +340,19 @@ def plan_at(stack: str, version: str, monkeypatch: pytest.MonkeyPatch, **aws: An
     return run_program(stack, config=config, project=PROJECT)
 
 
-def test_an_auto_mode_stack_at_1_36_caps_nvidias_dra_classes_at_0(
+def test_an_auto_mode_stack_at_1_36_caps_the_gpu_class_at_its_gpu_quota(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # auto-dev has no DRA pool; "EKS Auto Mode includes the NVIDIA DRA driver in the node
     # runtime on Kubernetes version 1.36 and later" (EKS user guide, "Use the NVIDIA DRA driver
-    # or device plugin on Amazon EKS").
+    # or device plugin on Amazon EKS"). ml-sandbox's gpuQuota is 4.
     plan = plan_at("auto-dev", "1.36", monkeypatch)
 
-    assert device_class_caps(hard(plan)) == NVIDIA_CLASSES_AT_0
+    assert device_class_caps(hard(plan)) == {
+        "gpu.nvidia.com.deviceclass.resource.k8s.io/devices": "4",
+        "mig.nvidia.com.deviceclass.resource.k8s.io/devices": "0",
+        "vfio.gpu.nvidia.com.deviceclass.resource.k8s.io/devices": "0",
+    }
 
 
 @pytest.mark.parametrize("minor", ["1.34", "1.35", "1.36"])
@@ -312,7 +361,7 @@ def test_a_quota_capping_device_classes_validates_at_each_version_serving_dra(
 ) -> None:
     found = quota(plan_at("auto-dev", minor, monkeypatch))
 
-    assert device_class_caps(found.inputs["spec"]["hard"]) == NVIDIA_CLASSES_AT_0
+    assert len(device_class_caps(found.inputs["spec"]["hard"])) == 3
     validate(manifest(found), minor)
 
 

@@ -364,9 +364,46 @@ def test_a_setting_two_policies_share_must_have_one_value() -> None:
 
     assert list(error.value.problems) == [
         'exempt: one setting for x, y, which the config gives different values (x: ["kube-system",'
-        ' "monitoring"]; y: ["kube-system"]); give each the same'
+        ' "monitoring"]; y: ["kube-system"]). Fix: set exempt to ["kube-system", "monitoring"] in'
+        ' each: "y": {"exempt": ["kube-system", "monitoring"]}'
     ]
     assert reconcile_config(policies, {"x": {"exempt": []}, "y": {"exempt": []}})["y"] == (
         "mandatory",
         {"exempt": []},
     )
+
+
+MAX_GPUS = {"maxGpusPerPod": {"type": "integer", "default": 8.0}}
+GPU_POD_POLICIES = [
+    PolicyInfo("gpu-pods-max-gpus", "X.", "mandatory", MAX_GPUS, False),
+    PolicyInfo("gpu-pods-max-claimed-gpus", "Y.", "mandatory", MAX_GPUS, False),
+]
+
+
+def test_a_policy_added_later_left_at_its_default_is_told_the_value_set_for_the_other() -> None:
+    # A config written before gpu-pods-max-claimed-gpus existed sets only gpu-pods-max-gpus.
+    with pytest.raises(PolicyConfigError) as error:
+        reconcile_config(GPU_POD_POLICIES, {"gpu-pods-max-gpus": {"maxGpusPerPod": 16}})
+
+    assert list(error.value.problems) == [
+        "maxGpusPerPod: one setting for gpu-pods-max-gpus, gpu-pods-max-claimed-gpus, which the"
+        " config gives different values (gpu-pods-max-gpus: 16; gpu-pods-max-claimed-gpus: 8)."
+        ' Fix: set maxGpusPerPod to 16 in each: "gpu-pods-max-claimed-gpus": {"maxGpusPerPod": 16}'
+    ]
+
+
+def test_shared_values_both_set_apart_from_the_default_leave_the_choice_to_the_config() -> None:
+    config = {
+        "gpu-pods-max-gpus": {"maxGpusPerPod": 4},
+        "gpu-pods-max-claimed-gpus": {"maxGpusPerPod": 16},
+    }
+
+    with pytest.raises(PolicyConfigError) as error:
+        reconcile_config(GPU_POD_POLICIES, config)
+
+    assert list(error.value.problems) == [
+        "maxGpusPerPod: one setting for gpu-pods-max-gpus, gpu-pods-max-claimed-gpus, which the"
+        " config gives different values (gpu-pods-max-gpus: 4; gpu-pods-max-claimed-gpus: 16)."
+        " Fix: choose one of 4, 16 and set maxGpusPerPod to it in each of gpu-pods-max-gpus,"
+        " gpu-pods-max-claimed-gpus"
+    ]

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from gpu_platform.kubernetes.dra_devices import claim_template_name
+from gpu_platform.kubernetes.dra_devices import PRODUCT_NAMES, claim_template_name
 from gpu_platform.node_identity import DRA_TAINT
 from gpu_platform.offline.analyzer import PACK_DIR
 from gpu_platform.offline.program import PlannedResource
@@ -35,14 +35,17 @@ def claim_spec(*requests: dict[str, Any]) -> dict[str, Any]:
 
 
 def declared(
-    *requests: dict[str, Any], kind: str = TEMPLATE, name: str = "gpu", namespace: str = "team-a"
+    *requests: dict[str, Any],
+    kind: str = TEMPLATE,
+    name: str = "gpu",
+    namespace: str | None = "team-a",
 ) -> PlannedResource:
     spec = claim_spec(*requests)
     api_version, kind_name = kind.split(":")[1:]
     inputs = {
         "apiVersion": api_version,
         "kind": kind_name,
-        "metadata": {"name": name, "namespace": namespace},
+        "metadata": {"name": name, **({"namespace": namespace} if namespace else {})},
         "spec": {"spec": spec} if kind_name == "ResourceClaimTemplate" else spec,
     }
     return resource(kind, name, inputs)
@@ -126,16 +129,18 @@ def test_claims_of_the_beta_versions_are_judged_alike(analyze: Analyze) -> None:
 MAX_CLAIMED = "gpu-pods-max-claimed-gpus"
 
 
-def claiming_pod(*claims: dict[str, str], gpus: str | None = None) -> PlannedResource:
-    """A Pod in team-a whose container uses each of `claims` (pod claims, each named), and counts
-    `gpus` nvidia.com/gpu beside them where given."""
+def claiming_pod(
+    *claims: dict[str, str], gpus: str | None = None, namespace: str | None = "team-a"
+) -> PlannedResource:
+    """A Pod in `namespace` whose container uses each of `claims` (pod claims, each named), and
+    counts `gpus` nvidia.com/gpu beside them where given."""
     spec = restricted_pod_spec()
     spec["resourceClaims"] = list(claims)
     resources: dict[str, Any] = {"claims": [{"name": claim["name"]} for claim in claims]}
     if gpus is not None:
         resources["limits"] = {"nvidia.com/gpu": gpus}
     spec["containers"][0]["resources"] = resources
-    return workload("Pod", spec)
+    return workload("Pod", spec, namespace=namespace)
 
 
 def from_template(template: str, count: int) -> list[dict[str, str]]:
@@ -218,6 +223,35 @@ def test_claims_the_pack_does_not_know_or_of_other_devices_count_nothing(
     assert messages(analyze(nics, elsewhere, pod), MAX_CLAIMED) == []
 
 
+def test_a_template_declared_without_a_namespace_is_counted_for_a_pod_naming_one(
+    analyze: Analyze,
+) -> None:
+    # It lands in its provider's default namespace, which may be the pod's.
+    eight = declared(exactly(count=8), name="eight-l4", namespace=None)
+
+    verdicts = analyze(eight, claiming_pod(*from_template("eight-l4", 2)))
+
+    assert messages(verdicts, MAX_CLAIMED) == [over(16)]
+
+
+def test_a_pod_without_a_namespace_counts_the_one_template_of_its_name(analyze: Analyze) -> None:
+    eight = declared(exactly(count=8), name="eight-l4", namespace="team-b")
+
+    verdicts = analyze(eight, claiming_pod(*from_template("eight-l4", 2), namespace=None))
+
+    assert messages(verdicts, MAX_CLAIMED) == [over(16)]
+
+
+def test_a_pod_without_a_namespace_counts_nothing_of_templates_of_its_name_in_two(
+    analyze: Analyze,
+) -> None:
+    team_a = declared(exactly(count=8), name="eight-l4", namespace="team-a")
+    team_b = declared(exactly(count=8), name="eight-l4", namespace="team-b")
+    pod = claiming_pod(*from_template("eight-l4", 2), namespace=None)
+
+    assert messages(analyze(team_a, team_b, pod), MAX_CLAIMED) == []
+
+
 def test_a_claim_of_every_gpu_of_a_node_is_left_to_gpu_claims(analyze: Analyze) -> None:
     every = declared(exactly(allocationMode="All"), name="whole-node")
 
@@ -255,6 +289,10 @@ def pack_constant(name: str) -> Any:
 
 def test_the_pack_knows_the_platforms_claim_templates_by_name() -> None:
     assert claim_template_name("l4") == pack_constant("PLATFORM_TEMPLATE_PREFIX") + "l4"
+
+
+def test_the_pack_knows_the_models_the_platform_makes_claim_templates_for() -> None:
+    assert set(pack_constant("PLATFORM_TEMPLATE_MODELS")) == set(PRODUCT_NAMES)
 
 
 # --- gpu-claiming-pods-tolerate-gpu-taints ----------------------------------------------------
@@ -311,6 +349,13 @@ def test_a_pod_claiming_other_devices_needs_no_gpu_toleration(analyze: Analyze) 
     nics = declared(exactly("nic.example.com"), name="nics")
 
     assert messages(analyze(nics, tolerating(template="nics")), TOLERATE) == []
+
+
+def test_an_undeclared_template_named_gpu_but_no_model_needs_no_gpu_toleration(
+    analyze: Analyze,
+) -> None:
+    # A NIC's template declared outside the stack: the platform's are `gpu-<model>` alone.
+    assert messages(analyze(tolerating(template="gpu-direct-nic")), TOLERATE) == []
 
 
 def test_the_pack_names_the_dra_taint_the_platform_sets() -> None:
