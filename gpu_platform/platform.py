@@ -444,10 +444,10 @@ class GpuPlatform(pulumi.ComponentResource):
                 GpuTenantNamespaceArgs(
                     namespace,
                     pools,
-                    cloud.kubernetes_version(),
                     provisioner=config.provisioner,
                     driver_rollout=driver_rollout,
                     queues=config.queues if config.queued(namespace) else None,
+                    kubernetes_version=cloud.kubernetes_version(),
                 ),
                 # A smoke test on a led pool runs on its updated nodes.
                 pulumi.ResourceOptions.merge(

@@ -81,7 +81,7 @@ from gpu_platform.node_identity import (
     GpuSharer,
     ResolvedPool,
 )
-from gpu_platform.versions import GPU_SMOKE_TEST_IMAGE
+from gpu_platform.versions import GPU_SMOKE_TEST_IMAGE, SUPPORTED_KUBERNETES_VERSIONS
 
 QUOTA_NAME = "gpu-quota"
 LIMIT_RANGE_NAME = "gpu-pod-defaults"
@@ -104,8 +104,6 @@ class GpuTenantNamespaceArgs:
     pools: Sequence[ResolvedPool]
     """Every pool of the stack: which of them hand out whole GPUs decides what the quota's
     `nvidia.com/gpu` cap counts."""
-    kubernetes_version: str
-    """The cluster's Kubernetes version: from 1.34 the quota caps DRA devices too."""
     provisioner: Provisioner = "cluster-autoscaler"
     """What starts the stack's GPU nodes: the smoke test asks it not to disrupt the node."""
     driver_rollout: OperatorSpec | None = None
@@ -114,6 +112,10 @@ class GpuTenantNamespaceArgs:
     queues: QueuesSpec | None = None
     """Kueue's settings where it is on: the namespace gets its ClusterQueue and LocalQueue,
     and the smoke test goes through them."""
+    kubernetes_version: str = SUPPORTED_KUBERNETES_VERSIONS[-1]
+    """The cluster's Kubernetes version: from 1.34 the quota caps DRA devices too. The newest
+    the platform supports by default, whose caps refuse no claim that quota counts against
+    `nvidia.com/gpu` (see `gpu_quota`)."""
 
 
 class GpuTenantNamespace(pulumi.ComponentResource):

@@ -106,8 +106,10 @@ def test_plan_shows_a_tenants_gpu_caps_before_the_slices_it_holds_at_0(invoke) -
 
     # ml-sandbox may hold 8 replicas, and none of the 32 MIG slices of the GPUs the platform
     # knows: 26 uniform profiles (NVIDIA's MIG user guide, "Supported MIG Profiles") and 6 with
-    # media engines (gpu-operator v26.7.0 assets/state-mig-manager/0400_configmap.yaml).
-    assert "spec.hard = requests.nvidia.com/gpu: 8; 32 more at 0" in output
+    # media engines (gpu-operator v26.7.0 assets/state-mig-manager/0400_configmap.yaml); nor,
+    # on dev's Kubernetes 1.35, any device of NVIDIA's three DRA classes (gpu.nvidia.com,
+    # mig.nvidia.com, vfio.gpu.nvidia.com).
+    assert "spec.hard = requests.nvidia.com/gpu: 8; 35 more at 0" in output
 
 
 def test_plan_shows_secret_outputs_as_secret(invoke) -> None:
