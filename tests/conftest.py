@@ -86,10 +86,18 @@ def aws_api_models_parsed_once() -> Iterator[None]:
     sessions share them here. The loader's other data stays each session's own: botocore changes
     some of it in place as it makes a client (botocore/translate.py, `build_retry_config`,
     resolves the retry model's references where it found them), which let an earlier test's
-    clients change a later test's retries when whole loaders were shared."""
+    clients change a later test's retries when whole loaders were shared.
+
+    Each session parses the endpoints of every service in every region as well
+    (botocore/data/endpoints.json, over a megabyte; botocore/session.py,
+    `create_default_resolver`): a tenth of a second for each of the suite's 200 sessions, over a
+    third of the pre-flight tests' time. Its resolver reads them and never changes them
+    (botocore/regions.py, `EndpointResolver`, which returns dicts of its own), so all sessions
+    share them too."""
     import botocore.loaders
 
     load = botocore.loaders.Loader.load_service_model
+    load_with_path = botocore.loaders.Loader.load_data_with_path
     parsed: dict[tuple[Any, ...], Any] = {}
 
     def load_service_model(
@@ -105,8 +113,17 @@ def aws_api_models_parsed_once() -> Iterator[None]:
             parsed[key] = load(self, service_name, type_name, api_version)
         return parsed[key]
 
+    def load_data_with_path(self: botocore.loaders.Loader, name: str) -> Any:
+        if name != "endpoints":
+            return load_with_path(self, name)
+        key = (tuple(self.search_paths), name)
+        if key not in parsed:
+            parsed[key] = load_with_path(self, name)
+        return parsed[key]
+
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(botocore.loaders.Loader, "load_service_model", load_service_model)
+        patch.setattr(botocore.loaders.Loader, "load_data_with_path", load_data_with_path)
         yield
 
 
