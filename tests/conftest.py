@@ -17,6 +17,7 @@ from gpu_platform.offline.namespace_levels import config_for_plan
 from gpu_platform.offline.program import Plan, PlannedResource, run_program
 from gpu_platform.stack_files import stack_config
 from tests.abandoned_work import abandoned_work_ended
+from tests.file_order import LongestFileFirst
 from tests.repository import PROJECT
 from tests.shared_plans import shared_plan
 from tests.stack_variants import with_gpu_quotas_fitting_its_pools, with_quota_for_any_pool
@@ -28,6 +29,14 @@ def dev_stack_config() -> Config:
     """The dev stack's config, fully qualified keys, a copy of its own, its namespace allowed
     GPUs of every kind (`with_quota_for_any_pool`)."""
     return with_quota_for_any_pool(copy.deepcopy(stack_config("dev", PROJECT)))
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> LongestFileFirst | None:
+    """`--dist loadfile` (pyproject.toml) hands out the longest files first
+    (tests/file_order.py)."""
+    if config.getoption("dist") != "loadfile":
+        return None
+    return LongestFileFirst(config, log)
 
 
 @pytest.fixture(autouse=True)
