@@ -19,7 +19,7 @@ from gpu_platform.stack_files import stack_config
 from tests.abandoned_work import abandoned_work_ended
 from tests.file_order import LongestFileFirst
 from tests.repository import PROJECT
-from tests.shared_plans import shared_plan
+from tests.shared_plans import copy_of, kept, shared_plan
 from tests.stack_variants import with_gpu_quotas_fitting_its_pools, with_quota_for_any_pool
 
 Config = dict[str, Any]
@@ -236,16 +236,22 @@ def failed_plan_for() -> Callable[[Config], Plan]:
 
 @pytest.fixture(scope="session")
 def dev_plan_once() -> Plan:
-    """The dev stack planned once per run: read it through `dev_plan`, which gives each test a
-    copy of its own."""
+    """The dev stack planned once per run, for fixtures that only read it: a test reads it
+    through `dev_plan`, which gives each test a copy of its own."""
     return shared_plan("dev")
 
 
+@pytest.fixture(scope="session")
+def dev_plan_kept(dev_plan_once: Plan) -> bytes:
+    return kept(dev_plan_once)
+
+
 @pytest.fixture
-def dev_plan(dev_plan_once: Plan) -> Plan:
-    """The dev stack's plan, a deep copy for the test alone: the program runs once per run, as
-    it declares the same resources from the same stack file every time."""
-    return copy.deepcopy(dev_plan_once)
+def dev_plan(dev_plan_kept: bytes) -> Plan:
+    """The dev stack's plan, a copy for the test alone (`tests.shared_plans.copy_of`): the
+    program runs once per run, as it declares the same resources from the same stack file
+    every time."""
+    return copy_of(dev_plan_kept)
 
 
 @pytest.fixture(scope="session")
