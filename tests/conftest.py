@@ -31,9 +31,10 @@ def dev_stack_config() -> Config:
     return with_quota_for_any_pool(copy.deepcopy(stack_config("dev", PROJECT)))
 
 
+@pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> LongestFileFirst | None:
     """`--dist loadfile` (pyproject.toml) hands out the longest files first
-    (tests/file_order.py)."""
+    (tests/file_order.py); a run without xdist (`-p no:xdist`) has no such hook."""
     if config.getoption("dist") != "loadfile":
         return None
     return LongestFileFirst(config, log)
