@@ -17,8 +17,9 @@ from gpu_platform.offline.namespace_levels import config_for_plan
 from gpu_platform.offline.program import Plan, PlannedResource, run_program
 from gpu_platform.stack_files import stack_config
 from tests.abandoned_work import abandoned_work_ended
+from tests.file_order import LongestFileFirst
 from tests.repository import PROJECT
-from tests.shared_plans import shared_plan
+from tests.shared_plans import copy_of, kept, shared_plan
 from tests.stack_variants import with_gpu_quotas_fitting_its_pools, with_quota_for_any_pool
 
 Config = dict[str, Any]
@@ -28,6 +29,15 @@ def dev_stack_config() -> Config:
     """The dev stack's config, fully qualified keys, a copy of its own, its namespace allowed
     GPUs of every kind (`with_quota_for_any_pool`)."""
     return with_quota_for_any_pool(copy.deepcopy(stack_config("dev", PROJECT)))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> LongestFileFirst | None:
+    """`--dist loadfile` (pyproject.toml) hands out the longest files first
+    (tests/file_order.py); a run without xdist (`-p no:xdist`) has no such hook."""
+    if config.getoption("dist") != "loadfile":
+        return None
+    return LongestFileFirst(config, log)
 
 
 @pytest.fixture(autouse=True)
@@ -86,10 +96,18 @@ def aws_api_models_parsed_once() -> Iterator[None]:
     sessions share them here. The loader's other data stays each session's own: botocore changes
     some of it in place as it makes a client (botocore/translate.py, `build_retry_config`,
     resolves the retry model's references where it found them), which let an earlier test's
-    clients change a later test's retries when whole loaders were shared."""
+    clients change a later test's retries when whole loaders were shared.
+
+    Each session parses the endpoints of every service in every region as well
+    (botocore/data/endpoints.json, over a megabyte; botocore/session.py,
+    `create_default_resolver`): a tenth of a second for each of the suite's 200 sessions, over a
+    third of the pre-flight tests' time. Its resolver reads them and never changes them
+    (botocore/regions.py, `EndpointResolver`, which returns dicts of its own), so all sessions
+    share them too."""
     import botocore.loaders
 
     load = botocore.loaders.Loader.load_service_model
+    load_with_path = botocore.loaders.Loader.load_data_with_path
     parsed: dict[tuple[Any, ...], Any] = {}
 
     def load_service_model(
@@ -105,8 +123,17 @@ def aws_api_models_parsed_once() -> Iterator[None]:
             parsed[key] = load(self, service_name, type_name, api_version)
         return parsed[key]
 
+    def load_data_with_path(self: botocore.loaders.Loader, name: str) -> Any:
+        if name != "endpoints":
+            return load_with_path(self, name)
+        key = (tuple(self.search_paths), name)
+        if key not in parsed:
+            parsed[key] = load_with_path(self, name)
+        return parsed[key]
+
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(botocore.loaders.Loader, "load_service_model", load_service_model)
+        patch.setattr(botocore.loaders.Loader, "load_data_with_path", load_data_with_path)
         yield
 
 
@@ -210,16 +237,22 @@ def failed_plan_for() -> Callable[[Config], Plan]:
 
 @pytest.fixture(scope="session")
 def dev_plan_once() -> Plan:
-    """The dev stack planned once per run: read it through `dev_plan`, which gives each test a
-    copy of its own."""
+    """The dev stack planned once per run, for fixtures that only read it: a test reads it
+    through `dev_plan`, which gives each test a copy of its own."""
     return shared_plan("dev")
 
 
+@pytest.fixture(scope="session")
+def dev_plan_kept(dev_plan_once: Plan) -> bytes:
+    return kept(dev_plan_once)
+
+
 @pytest.fixture
-def dev_plan(dev_plan_once: Plan) -> Plan:
-    """The dev stack's plan, a deep copy for the test alone: the program runs once per run, as
-    it declares the same resources from the same stack file every time."""
-    return copy.deepcopy(dev_plan_once)
+def dev_plan(dev_plan_kept: bytes) -> Plan:
+    """The dev stack's plan, a copy for the test alone (`tests.shared_plans.copy_of`): the
+    program runs once per run, as it declares the same resources from the same stack file
+    every time."""
+    return copy_of(dev_plan_kept)
 
 
 @pytest.fixture(scope="session")

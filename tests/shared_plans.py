@@ -6,12 +6,13 @@ stand-ins in place (a test that replaces an answer, `monkeypatch.setitem(stand_i
 ...)`, or lists live node groups gets a plan of its own) and the lock the plan reads pick it.
 A test that patches the program any other way (a module's constant, `node_group.now`) plans
 with `run_program` itself.
-Each caller gets a deep copy of its own, free to change.
+Each caller gets a copy of its own, free to change: plans are kept pickled, and each copy is
+unpickled, in a tenth of the time `copy.deepcopy` takes over a plan's nested inputs.
 """
 
-import copy
 import json
 import os
+import pickle
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -26,7 +27,19 @@ from tests.repository import PROJECT
 _STAND_INS = (aws_stand_in, gcp_stand_in, engine_stand_in)
 
 Answers = tuple[tuple[str, Callable[..., Any]], ...]
-_plans: dict[tuple[str, str, Answers, str, str | None], Plan] = {}
+_plans: dict[tuple[str, str, Answers, str, str | None], bytes] = {}
+
+
+def kept(plan: Plan) -> bytes:
+    """`plan` as it is now, for `copy_of`."""
+    return pickle.dumps(plan, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def copy_of(plan: bytes) -> Plan:
+    """A copy of its own of a plan `kept`."""
+    copied = pickle.loads(plan)
+    assert isinstance(copied, Plan)
+    return copied
 
 
 def shared_plan(stack: str, config: Mapping[str, Any] | None = None) -> Plan:
@@ -45,5 +58,5 @@ def shared_plan(stack: str, config: Mapping[str, Any] | None = None) -> Plan:
     lock = os.environ.get(LOCK_PATH_VARIABLE)
     key = (stack, json.dumps(values, sort_keys=True), answers, live, lock)
     if key not in _plans:
-        _plans[key] = run_program(stack, config=values, project=PROJECT)
-    return copy.deepcopy(_plans[key])
+        _plans[key] = kept(run_program(stack, config=values, project=PROJECT))
+    return copy_of(_plans[key])

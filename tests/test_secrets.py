@@ -17,6 +17,7 @@ import pytest
 from gpu_platform.offline.program import Plan, run_program
 from gpu_platform.stack_files import SECRET_STAND_IN, stack_config
 from tests.repository import PROJECT, STACKS
+from tests.shared_plans import copy_of, kept
 
 Config = dict[str, Any]
 SECURE = {"secure": "v1:ciphertext-for-this-stack"}
@@ -50,16 +51,16 @@ def holds_the_secret(value: Any) -> bool:
 
 
 def plan_with_secret(stack: str, put_secret: Callable[[Config], None]) -> Plan:
-    """The stack planned with a secret in one free-form map: a deep copy for the caller alone of
-    a plan made once per run, which the input test and the output test both read."""
-    return copy.deepcopy(_planned_with_secret(stack, put_secret))
+    """The stack planned with a secret in one free-form map: a copy for the caller alone of a
+    plan made once per run, which the input test and the output test both read."""
+    return copy_of(_planned_with_secret(stack, put_secret))
 
 
 @functools.cache
-def _planned_with_secret(stack: str, put_secret: Callable[[Config], None]) -> Plan:
+def _planned_with_secret(stack: str, put_secret: Callable[[Config], None]) -> bytes:
     config = copy.deepcopy(stack_config(stack, PROJECT))
     put_secret(config)
-    return run_program(stack, config=config, project=PROJECT)
+    return kept(run_program(stack, config=config, project=PROJECT))
 
 
 @pytest.mark.parametrize("where", FREE_FORM_MAPS.values(), ids=FREE_FORM_MAPS.keys())

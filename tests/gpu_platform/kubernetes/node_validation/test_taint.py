@@ -29,7 +29,7 @@ def test_a_pool_with_validation_off_must_not_carry_it(dev_plan: Plan) -> None:
 
 
 def test_a_karpenter_pool_must_carry_it_as_a_startup_taint() -> None:
-    plan = copy.deepcopy(shared_plan("karpenter-dev"))
+    plan = shared_plan("karpenter-dev")
     config = stack_config("karpenter-dev", PROJECT)
     (node_pool, *_) = plan.of_type("kubernetes:karpenter.sh/v1:NodePool")
     spec = node_pool.inputs["spec"]["template"]["spec"]
