@@ -65,7 +65,9 @@ ACTIONS = ("warn", "end")
 GPU_RESOURCES = ("nvidia.com/gpu", "nvidia.com/gpu.shared")
 MIG_RESOURCE_PREFIX = "nvidia.com/mig-"
 GPU_DRIVER = "gpu.nvidia.com"
-"""The DRA driver whose allocated devices are GPUs and MIG instances: NVIDIA's GPU kubelet
+"""The DRA driver whose allocated devices are GPUs and MIG instances (the exporter labels only
+a claimed whole GPU's series with its pod, as far as its main branch reads: a pod holding a MIG
+instance has no readings and is never idle): NVIDIA's GPU kubelet
 plugin's name (k8s-dra-driver-gpu v25.12.0, the platform's pin: cmd/gpu-kubelet-plugin/main.go
 `DriverName`), and the only driver whose claimed devices DCGM's exporter labels with their pod,
 namespace and container (dcgm-exporter 4.6.0-4.8.3, GPU Operator v26.7.0's: commit 7ad58324,
