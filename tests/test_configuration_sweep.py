@@ -14,7 +14,8 @@ node gets one DCGM exporter, matching pods by the device IDs its device plugin u
 tenant namespace's quota caps every MIG slice of every GPU the platform knows at its `migQuota`,
 and no more whole GPUs than its `gpuQuota` (replicas than its `sharedGpuQuota` where no pool is
 exclusive), and from Kubernetes 1.34 NVIDIA's DRA driver's DeviceClasses at 0, but from 1.36
-`gpu.nvidia.com` at its cap of `nvidia.com/gpu` on a stack without DRA pools; where a pool
+`gpu.nvidia.com` at its cap of `nvidia.com/gpu` on a stack without DRA pools (from 1.34 on an
+EKS Auto Mode stack); where a pool
 validates its nodes, the pods' admission policy is deployed and admits every pod the platform
 runs.
 

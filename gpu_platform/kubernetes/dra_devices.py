@@ -127,23 +127,37 @@ CHART_DEVICE_CLASSES = ("gpu.nvidia.com", "mig.nvidia.com", "vfio.gpu.nvidia.com
 # at `gpuQuota`, and the class that takes any model stays at 0, so a pod asking for
 # `nvidia.com/gpu` that tolerates a DRA pool's taint is not given one of its GPUs in a tenant
 # namespace (its claim is refused; it stays Pending, as before 1.36, where no node fits it).
+#
+# On an EKS Auto Mode stack the counted cap holds from 1.34, where resource.k8s.io/v1 is served:
+# Auto Mode runs no DRA driver below 1.36 (the user guide's words above), so no class of that
+# name exists there and the cap is inert, and a cluster upgraded to 1.36 outside the stack
+# (its nodes then come up at 1.36 with the driver) does not refuse every GPU pod's claim until
+# the stack is next applied. On other stacks without DRA pools the class stays at 0 below 1.36,
+# against a driver someone installed, whose direct claims the quota charges to the class alone
+# while DRAExtendedResource is off.
 EXTENDED_RESOURCE_CLASS = "gpu.nvidia.com"
 EXTENDED_RESOURCE_MIN_KUBERNETES = (1, 36)
 
 
 def device_quota(
-    gpu_quota: int, counted_gpus: str, models: Sequence[str], kubernetes_version: str
+    gpu_quota: int,
+    counted_gpus: str,
+    models: Sequence[str],
+    kubernetes_version: str,
+    auto_mode: bool = False,
 ) -> dict[str, str]:
     """A tenant namespace's quota of DRA devices on a cluster at `kubernetes_version`: from
     Kubernetes 1.34, where resource.k8s.io/v1 is served, the chart's classes at 0 and, where the
     stack has DRA pools of `models`, each model's class at `gpu_quota` (its `gpuQuota`); from
-    1.36, where the stack has none, the chart's `gpu.nvidia.com` at `counted_gpus`, the
-    namespace's cap of `nvidia.com/gpu`; before 1.34, nothing."""
+    1.36 where the stack has none, and from 1.34 on an EKS Auto Mode stack (`auto_mode`), which
+    has none, the chart's `gpu.nvidia.com` at `counted_gpus`, the namespace's cap of
+    `nvidia.com/gpu`; before 1.34, nothing."""
     if not serves_dra(kubernetes_version):
         return {}
     hard = {device_quota_key(device_class_name(model)): str(gpu_quota) for model in models}
     hard.update(dict.fromkeys(map(device_quota_key, CHART_DEVICE_CLASSES), "0"))
-    if not models and kubernetes_minor(kubernetes_version) >= EXTENDED_RESOURCE_MIN_KUBERNETES:
+    counted = auto_mode or kubernetes_minor(kubernetes_version) >= EXTENDED_RESOURCE_MIN_KUBERNETES
+    if not models and counted:
         hard[device_quota_key(EXTENDED_RESOURCE_CLASS)] = counted_gpus
     return hard
 

@@ -105,7 +105,8 @@ class GpuTenantNamespaceArgs:
     """Every pool of the stack: which of them hand out whole GPUs decides what the quota's
     `nvidia.com/gpu` cap counts."""
     provisioner: Provisioner = "cluster-autoscaler"
-    """What starts the stack's GPU nodes: the smoke test asks it not to disrupt the node."""
+    """What starts the stack's GPU nodes: the smoke test asks it not to disrupt the node, and on
+    EKS Auto Mode the quota caps `gpu.nvidia.com` at the counted GPUs from 1.34 (`gpu_quota`)."""
     driver_rollout: OperatorSpec | None = None
     """The GPU Operator's settings where it loads a new driver on the running nodes (GKE
     Ubuntu): the smoke test then waits for its pool's new driver (see the module doc)."""
@@ -134,9 +135,14 @@ class GpuTenantNamespace(pulumi.ComponentResource):
             metadata={"name": spec.name, "labels": namespace_labels(spec, args.queues is not None)},
             opts=child,
         )
-        hard = gpu_quota(spec, args.pools, args.kubernetes_version)
+        auto_mode = args.provisioner == "eks-auto-mode"
+        hard = gpu_quota(spec, args.pools, args.kubernetes_version, auto_mode=auto_mode)
         quota_hard = gpu_quota(
-            spec, args.pools, args.kubernetes_version, queued=args.queues is not None
+            spec,
+            args.pools,
+            args.kubernetes_version,
+            queued=args.queues is not None,
+            auto_mode=auto_mode,
         )
         quota = core.v1.ResourceQuota(
             f"{name}-{QUOTA_NAME}",
@@ -256,6 +262,7 @@ def gpu_quota(
     pools: Sequence[ResolvedPool],
     kubernetes_version: str,
     queued: bool = False,
+    auto_mode: bool = False,
 ) -> dict[str, str]:
     """`requests.<resource>` for each GPU resource a pod of the namespace could ask for:
     `nvidia.com/gpu` at `gpuQuota` where the stack has exclusive pools or no shared ones, else at
@@ -282,7 +289,10 @@ def gpu_quota(
     publish GPUs there (`gpu_platform.kubernetes.dra_devices`). From 1.36, where the stack has
     no DRA pools, the class `gpu.nvidia.com` is capped at the figure of `nvidia.com/gpu`
     instead: Kubernetes then serves pods asking for `nvidia.com/gpu` through it on such a
-    driver's nodes, and counts its devices as `nvidia.com/gpu`. Where the stack has DRA pools,
+    driver's nodes, and counts its devices as `nvidia.com/gpu`; on an EKS Auto Mode stack
+    (`auto_mode`, which has no DRA pools) from 1.34, where no such class exists before Auto Mode
+    brings its driver at 1.36, so an upgrade outside the stack finds the cap in place. Where the
+    stack has DRA pools,
     the devices a namespace's ResourceClaims take of each of their models' DeviceClasses are
     capped at `gpuQuota` too, each class on its own (a quota caps each class apart).
 
@@ -298,7 +308,9 @@ def gpu_quota(
     if queued:
         hard = with_borrowing(spec, hard, pools)
     counted = hard[f"requests.{GPU_RESOURCE}"]
-    hard.update(device_quota(spec.gpu_quota, counted, dra_models(pools), kubernetes_version))
+    hard.update(
+        device_quota(spec.gpu_quota, counted, dra_models(pools), kubernetes_version, auto_mode)
+    )
     return hard
 
 

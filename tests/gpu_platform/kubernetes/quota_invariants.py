@@ -26,8 +26,10 @@ reads, for each pool's nodes as the planned resources label them when they join:
   mapping that resource (deviceclass-gpu.yaml, `extendedResourceName`), with a claim in the
   pod's namespace, and quota counts the class's devices as `nvidia.com/gpu`: on a stack
   without DRA pools the class is held at exactly the namespace's cap of `nvidia.com/gpu`, so
-  that it refuses no claim that cap admits. A stack with DRA pools keeps it at 0: there it is
-  the platform's own driver's, and tenants claim a model through the model's class.
+  that it refuses no claim that cap admits. An EKS Auto Mode stack (no DRA pools) holds it so
+  from 1.34, where Auto Mode runs no DRA driver and the cap is inert, so that an upgrade to 1.36
+  outside the stack finds it in place. A stack with DRA pools keeps it at 0: there it is the
+  platform's own driver's, and tenants claim a model through the model's class.
 """
 
 from collections import Counter
@@ -67,8 +69,8 @@ def device_class_problems(
 ) -> list[str]:
     """Where namespace `name`'s quota leaves one of NVIDIA's classes uncapped or above 0, or
     lets a class of a model take more than `gpu_quota`; where the `counted` class's devices
-    are counted as `nvidia.com/gpu` (from 1.36, without DRA pools), where its cap is other than
-    the namespace's of `nvidia.com/gpu`."""
+    are counted as `nvidia.com/gpu` (from 1.36 without DRA pools; on Auto Mode from 1.34), where
+    its cap is other than the namespace's of `nvidia.com/gpu`."""
     problems = [
         f"namespace {name}: {device_class}{DEVICES} uncapped"
         for device_class in NVIDIA_CLASSES
@@ -124,7 +126,8 @@ def quota_problems(plan: Plan, config: Mapping[str, Any]) -> list[str]:
             problems.append(f"namespace {name}: no ResourceQuota")
             continue
         if cluster_minor(config) >= (1, 34):
-            counted = cluster_minor(config) >= (1, 36) and not dra
+            auto_mode = config.get("gpu-platform:provisioner") == "eks-auto-mode"
+            counted = (cluster_minor(config) >= (1, 36) or auto_mode) and not dra
             problems += device_class_problems(name, hard, namespace.get("gpuQuota", 0), counted)
         mig_quota = namespace.get("migQuota", {})
         for slice_name in MIG_SLICES:

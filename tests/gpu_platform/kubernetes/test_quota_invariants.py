@@ -95,11 +95,12 @@ def test_an_nvidia_dra_class_uncapped_or_above_0_from_1_34_is_found(dev_plan: Pl
     ]
 
 
-def test_from_1_36_a_gpu_class_held_below_the_gpus_a_namespace_may_ask_for_is_found(
-    monkeypatch: pytest.MonkeyPatch,
+@pytest.mark.parametrize("version", ["1.34", "1.36"])
+def test_on_auto_mode_a_gpu_class_held_below_the_gpus_a_namespace_may_ask_for_is_found(
+    monkeypatch: pytest.MonkeyPatch, version: str
 ) -> None:
     # auto-dev has no DRA pool; ml-sandbox's gpuQuota is 4.
-    monkeypatch.setattr(aws_stand_in, "STAND_IN_KUBERNETES_VERSION", "1.36")
+    monkeypatch.setattr(aws_stand_in, "STAND_IN_KUBERNETES_VERSION", version)
     config = stack_config("auto-dev", PROJECT)
     plan = run_program("auto-dev", config=config, project=PROJECT)
     assert quota_problems(plan, config) == []

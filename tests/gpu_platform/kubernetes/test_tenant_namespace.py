@@ -322,6 +322,29 @@ def test_from_1_36_the_gpu_class_allows_what_a_queued_namespace_borrows() -> Non
     ) == ("10", "10")
 
 
+@pytest.mark.parametrize("version", ["1.34", "1.35"])
+def test_on_auto_mode_the_gpu_class_is_capped_at_the_gpus_a_namespace_may_ask_for_from_1_34(
+    version: str,
+) -> None:
+    spec = TenantNamespaceSpec.model_validate({"name": "team", "gpuQuota": 4})
+
+    caps = gpu_quota(spec, [pool(0, {"mode": "exclusive"})], version, auto_mode=True)
+
+    assert device_class_caps(caps) == {
+        "gpu.nvidia.com.deviceclass.resource.k8s.io/devices": "4",
+        "mig.nvidia.com.deviceclass.resource.k8s.io/devices": "0",
+        "vfio.gpu.nvidia.com.deviceclass.resource.k8s.io/devices": "0",
+    }
+
+
+def test_on_auto_mode_a_cluster_before_1_34_gets_no_device_class_caps() -> None:
+    spec = TenantNamespaceSpec.model_validate({"name": "team", "gpuQuota": 4})
+
+    caps = gpu_quota(spec, [pool(0, {"mode": "exclusive"})], "1.33", auto_mode=True)
+
+    assert device_class_caps(caps) == {}
+
+
 def test_a_cluster_before_1_34_gets_no_device_class_caps() -> None:
     spec = TenantNamespaceSpec.model_validate({"name": "team", "gpuQuota": 4})
 
@@ -340,13 +363,15 @@ def plan_at(stack: str, version: str, monkeypatch: pytest.MonkeyPatch, **aws: An
     return run_program(stack, config=config, project=PROJECT)
 
 
-def test_an_auto_mode_stack_at_1_36_caps_the_gpu_class_at_its_gpu_quota(
-    monkeypatch: pytest.MonkeyPatch,
+@pytest.mark.parametrize("version", ["1.34", "1.35", "1.36"])
+def test_an_auto_mode_stack_caps_the_gpu_class_at_its_gpu_quota_from_1_34(
+    monkeypatch: pytest.MonkeyPatch, version: str
 ) -> None:
     # auto-dev has no DRA pool; "EKS Auto Mode includes the NVIDIA DRA driver in the node
     # runtime on Kubernetes version 1.36 and later" (EKS user guide, "Use the NVIDIA DRA driver
-    # or device plugin on Amazon EKS"). ml-sandbox's gpuQuota is 4.
-    plan = plan_at("auto-dev", "1.36", monkeypatch)
+    # or device plugin on Amazon EKS"): below 1.36 no such class exists, and the cap is in place
+    # when the cluster is upgraded outside the stack. ml-sandbox's gpuQuota is 4.
+    plan = plan_at("auto-dev", version, monkeypatch)
 
     assert device_class_caps(hard(plan)) == {
         "gpu.nvidia.com.deviceclass.resource.k8s.io/devices": "4",
