@@ -449,7 +449,7 @@ def reconcile_config(
         else:
             level = _level(entry, name, problems) or level
         reconciled[name] = (level, properties)
-    problems += _shared_setting_problems(policies, reconciled)
+    problems += _shared_setting_problems(policies, reconciled, given)
     if problems:
         raise PolicyConfigError(problems)
     return reconciled
@@ -468,11 +468,14 @@ def _unknown_policy_entry(name: str, entry: Any, problems: list[str]) -> tuple[s
 
 
 def _shared_setting_problems(
-    policies: Sequence[PolicyInfo], reconciled: Mapping[str, tuple[str, dict[str, Any]]]
+    policies: Sequence[PolicyInfo],
+    reconciled: Mapping[str, tuple[str, dict[str, Any]]],
+    given: Mapping[str, Any],
 ) -> list[str]:
     """A parameter several policies declare is one setting (the pack's `exemptNamespaces`); the
     engine configures each policy on its own, so a config can give them different values. Each
-    problem ends with the entries to set (`_shared_setting_fix`)."""
+    problem ends with the entries to set (`_shared_setting_fix`), each as `given`'s entry of the
+    policy with the setting merged in."""
     sharing: dict[str, list[PolicyInfo]] = {}
     for policy in policies:
         for key in policy.config_schema:
@@ -481,18 +484,22 @@ def _shared_setting_problems(
     for key, sharers in sharing.items():
         values = {p.name: _number_as_written(reconciled[p.name][1].get(key)) for p in sharers}
         if len(sharers) > 1 and len({json.dumps(v) for v in values.values()}) > 1:
-            given = "; ".join(f"{name}: {json.dumps(value)}" for name, value in values.items())
+            given_values = "; ".join(f"{name}: {json.dumps(v)}" for name, v in values.items())
             problems.append(
                 f"{key}: one setting for {', '.join(values)}, which the config gives different "
-                f"values ({given}). {_shared_setting_fix(key, sharers, values)}"
+                f"values ({given_values}). {_shared_setting_fix(key, sharers, values, given)}"
             )
     return problems
 
 
-def _shared_setting_fix(key: str, sharers: Sequence[PolicyInfo], values: Mapping[str, Any]) -> str:
+def _shared_setting_fix(
+    key: str, sharers: Sequence[PolicyInfo], values: Mapping[str, Any], given: Mapping[str, Any]
+) -> str:
     """How to give the policies sharing `key` one value: the value of those set apart from
     their schema's default where they agree (a policy the pack added later has only its default
-    in a config written before it), else a choice among the values given."""
+    in a config written before it), else a choice among the values given. Each entry to set is
+    the config's entry of the policy with the value merged in, so that pasting it over that
+    entry keeps its enforcement level and other settings."""
     chosen = {
         json.dumps(values[p.name])
         for p in sharers
@@ -506,9 +513,21 @@ def _shared_setting_fix(key: str, sharers: Sequence[PolicyInfo], values: Mapping
         )
     (value,) = chosen
     entries = ", ".join(
-        f'"{name}": {{"{key}": {value}}}' for name in values if json.dumps(values[name]) != value
+        f'"{name}": {json.dumps(_merged_entry(given.get(name), key, json.loads(value)))}'
+        for name in values
+        if json.dumps(values[name]) != value
     )
     return f"Fix: set {key} to {value} in each: {entries}"
+
+
+def _merged_entry(entry: Any, key: str, value: Any) -> dict[str, Any]:
+    """A policy's config `entry` (absent, a level alone, or an object) with `key` set to
+    `value`."""
+    if isinstance(entry, Mapping):
+        return {**entry, key: value}
+    if isinstance(entry, str):
+        return {"enforcementLevel": entry, key: value}
+    return {key: value}
 
 
 def _number_as_written(value: Any) -> Any:

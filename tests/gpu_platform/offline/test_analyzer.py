@@ -392,6 +392,21 @@ def test_a_policy_added_later_left_at_its_default_is_told_the_value_set_for_the_
     ]
 
 
+@pytest.mark.parametrize("entry", ["advisory", {"enforcementLevel": "advisory"}])
+def test_the_entry_to_set_keeps_the_level_the_config_gives_the_policy(entry: Any) -> None:
+    config = {"gpu-pods-max-gpus": {"maxGpusPerPod": 16}, "gpu-pods-max-claimed-gpus": entry}
+
+    with pytest.raises(PolicyConfigError) as error:
+        reconcile_config(GPU_POD_POLICIES, config)
+
+    assert list(error.value.problems) == [
+        "maxGpusPerPod: one setting for gpu-pods-max-gpus, gpu-pods-max-claimed-gpus, which the"
+        " config gives different values (gpu-pods-max-gpus: 16; gpu-pods-max-claimed-gpus: 8)."
+        ' Fix: set maxGpusPerPod to 16 in each: "gpu-pods-max-claimed-gpus":'
+        ' {"enforcementLevel": "advisory", "maxGpusPerPod": 16}'
+    ]
+
+
 def test_shared_values_both_set_apart_from_the_default_leave_the_choice_to_the_config() -> None:
     config = {
         "gpu-pods-max-gpus": {"maxGpusPerPod": 4},
