@@ -236,10 +236,11 @@ def _request_problems(at: str, request: Mapping[str, Any]) -> Iterator[str]:
     if device_class in DRIVER_CLASSES:
         yield (
             f"{at}.deviceClassName is {shown(device_class)}, NVIDIA's DRA driver's class of GPUs"
-            " of any model, which the tenants' quotas hold at none (but gpu.nvidia.com from"
-            " Kubernetes 1.36 on a stack without DRA pools, counted as nvidia.com/gpu). Fix: claim"
+            " of any model: tenants claim GPUs only through the platform's classes, each of one"
+            " model and capped at the namespace's gpuQuota. Fix: on a stack with DRA pools, claim"
             f" through the class of the model, `<model>{PLATFORM_CLASS_SUFFIX}` (the stack's"
-            " gpuModels output names it)."
+            " gpuModels output names it); on a stack without, which has no such class, ask for"
+            " nvidia.com/gpu in the containers' limits instead."
         )
     mode = text(request, "allocationMode") or "ExactCount"
     if mode != "ExactCount":

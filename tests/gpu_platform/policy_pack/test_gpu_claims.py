@@ -83,6 +83,21 @@ def test_a_claim_through_the_drivers_classes_is_reported(
     )
 
 
+def test_the_fix_for_a_claim_through_the_drivers_class_fits_stacks_with_and_without_dra_pools(
+    analyze: Analyze,
+) -> None:
+    # The policy judges one claim at a time and cannot tell whether the stack has DRA pools,
+    # whose models' classes exist only there.
+    assert found(analyze, exactly("gpu.nvidia.com")) == [
+        'spec.spec.devices.requests[0].exactly.deviceClassName is "gpu.nvidia.com", NVIDIA\'s DRA'
+        " driver's class of GPUs of any model: tenants claim GPUs only through the platform's"
+        " classes, each of one model and capped at the namespace's gpuQuota. Fix: on a stack with"
+        " DRA pools, claim through the class of the model, `<model>.gpu-platform.io` (the stack's"
+        " gpuModels output names it); on a stack without, which has no such class, ask for"
+        " nvidia.com/gpu in the containers' limits instead."
+    ]
+
+
 def test_a_claim_of_every_gpu_of_a_node_is_reported(analyze: Analyze) -> None:
     (message,) = found(analyze, exactly(allocationMode="All"), kind=CLAIM)
 
