@@ -380,12 +380,18 @@ GPU_POD_POLICIES = [
 ]
 
 
+def gpu_pod_config_problems(config: dict[str, Any]) -> list[str]:
+    """The problems `reconcile_config` refuses `config` of the GPU pod policies with."""
+    with pytest.raises(PolicyConfigError) as error:
+        reconcile_config(GPU_POD_POLICIES, config)
+    return list(error.value.problems)
+
+
 def test_a_policy_added_later_left_at_its_default_is_told_the_value_set_for_the_other() -> None:
     # A config written before gpu-pods-max-claimed-gpus existed sets only gpu-pods-max-gpus.
-    with pytest.raises(PolicyConfigError) as error:
-        reconcile_config(GPU_POD_POLICIES, {"gpu-pods-max-gpus": {"maxGpusPerPod": 16}})
+    config = {"gpu-pods-max-gpus": {"maxGpusPerPod": 16}}
 
-    assert list(error.value.problems) == [
+    assert gpu_pod_config_problems(config) == [
         "maxGpusPerPod: one setting for gpu-pods-max-gpus, gpu-pods-max-claimed-gpus, which the"
         " config gives different values (gpu-pods-max-gpus: 16; gpu-pods-max-claimed-gpus: 8)."
         ' Fix: set maxGpusPerPod to 16 in each: "gpu-pods-max-claimed-gpus": {"maxGpusPerPod": 16}'
@@ -396,10 +402,7 @@ def test_a_policy_added_later_left_at_its_default_is_told_the_value_set_for_the_
 def test_the_entry_to_set_keeps_the_level_the_config_gives_the_policy(entry: Any) -> None:
     config = {"gpu-pods-max-gpus": {"maxGpusPerPod": 16}, "gpu-pods-max-claimed-gpus": entry}
 
-    with pytest.raises(PolicyConfigError) as error:
-        reconcile_config(GPU_POD_POLICIES, config)
-
-    assert list(error.value.problems) == [
+    assert gpu_pod_config_problems(config) == [
         "maxGpusPerPod: one setting for gpu-pods-max-gpus, gpu-pods-max-claimed-gpus, which the"
         " config gives different values (gpu-pods-max-gpus: 16; gpu-pods-max-claimed-gpus: 8)."
         ' Fix: set maxGpusPerPod to 16 in each: "gpu-pods-max-claimed-gpus":'
@@ -413,10 +416,7 @@ def test_shared_values_both_set_apart_from_the_default_leave_the_choice_to_the_c
         "gpu-pods-max-claimed-gpus": {"maxGpusPerPod": 16},
     }
 
-    with pytest.raises(PolicyConfigError) as error:
-        reconcile_config(GPU_POD_POLICIES, config)
-
-    assert list(error.value.problems) == [
+    assert gpu_pod_config_problems(config) == [
         "maxGpusPerPod: one setting for gpu-pods-max-gpus, gpu-pods-max-claimed-gpus, which the"
         " config gives different values (gpu-pods-max-gpus: 4; gpu-pods-max-claimed-gpus: 16)."
         " Fix: choose one of 4, 16 and set maxGpusPerPod to it in each of gpu-pods-max-gpus,"
