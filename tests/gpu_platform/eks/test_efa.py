@@ -22,6 +22,10 @@ from tests.repository import PROJECT
 from .efa_invariants import efa_problems
 from .plans import asg_tags, launch_template, node_group, with_aws_options, with_pool
 
+# Its tests plan one EFA pool again and again, and change the program only through its config
+# and the lock path (a test's own).
+pytestmark = pytest.mark.shared_plans
+
 Config = dict[str, Any]
 PlanFor = Callable[[Config], Plan]
 SECURITY_GROUP = "aws:ec2/securityGroup:SecurityGroup"
