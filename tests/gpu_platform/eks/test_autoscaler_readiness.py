@@ -24,6 +24,10 @@ from gpu_platform.offline.program import Plan
 
 from .plans import asg_tags, mig_pool, node_group, with_extra_pool
 
+# Its tests plan a pool of each sharing mode twice each, and change the program only through
+# its config.
+pytestmark = pytest.mark.shared_plans
+
 Config = dict[str, Any]
 PlanFor = Callable[[Config], Plan]
 
