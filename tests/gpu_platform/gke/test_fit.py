@@ -5,6 +5,8 @@ from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
+import pytest
+
 from gpu_platform.config import load_stack_config
 from gpu_platform.fit import NodeTemplate, fits, fitting_pools, gke_node_template
 from gpu_platform.gke.machine_types import gpu_shape
@@ -19,6 +21,10 @@ from tests.stack_variants import (
 )
 
 from .plans import NODE_POOL
+
+# Its tests plan the GKE stack and its capacity pools again and again, and change the program
+# only through its config.
+pytestmark = pytest.mark.shared_plans
 
 Config = dict[str, Any]
 MIG_POOL = {
