@@ -17,6 +17,10 @@ from .plans import ASG_TAG, NODE_GROUP, component, with_aws_options, with_extra_
 from .test_cluster_autoscaler import release
 from .test_node_group import private_subnets_in
 
+# Its tests plan a zonal pool again and again, and change the program only through its config
+# and the stand-in's live node groups.
+pytestmark = pytest.mark.shared_plans
+
 Config = dict[str, Any]
 PlanFor = Callable[[Config], Plan]
 ZONES = ["us-east-1a", "us-east-1b", "us-east-1c"]
