@@ -292,9 +292,9 @@ def gpu_quota(
     driver's nodes, and counts its devices as `nvidia.com/gpu`; on an EKS Auto Mode stack
     (`auto_mode`, which has no DRA pools) from 1.34, where no such class exists before Auto Mode
     brings its driver at 1.36, so an upgrade outside the stack finds the cap in place. Where the
-    stack has DRA pools,
-    the devices a namespace's ResourceClaims take of each of their models' DeviceClasses are
-    capped at `gpuQuota` too, each class on its own (a quota caps each class apart).
+    stack has DRA pools, the devices a namespace's ResourceClaims take of each of their models'
+    DeviceClasses are capped at `gpuQuota` too, each class on its own (a quota caps each class
+    apart).
 
     Extended resources can only be capped on requests; pods set GPUs as limits and Kubernetes
     copies them into requests, so the cap holds. `nvidia.com/gpu` is always capped, so that a
